@@ -1,0 +1,349 @@
+// The extern "C" entry points: argument checks, translation to client::Runtime, and the exception
+// fence. Nothing here knows about sockets or the wire.
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "capi/status_text.h"
+#include "client/runtime.h"
+#include "tutti/tutti.h"
+
+struct tutti_runtime {
+  std::unique_ptr<tutti::client::Runtime> runtime;
+};
+
+struct tutti_request {
+  std::shared_ptr<tutti::client::Request> request;
+  int64_t default_timeout_ms;
+};
+
+namespace tutti::capi {
+namespace {
+
+#define TUTTI_SAME_CODE(c, k) static_assert(c == static_cast<int>(Code::k), #c " drifted from Code::" #k)
+TUTTI_SAME_CODE(TUTTI_ERR_INVALID_ARGUMENT, kInvalidArgument);
+TUTTI_SAME_CODE(TUTTI_ERR_UNKNOWN_SET, kUnknownSet);
+TUTTI_SAME_CODE(TUTTI_ERR_NOT_A_MEMBER, kNotAMember);
+TUTTI_SAME_CODE(TUTTI_ERR_DUPLICATE_NAME, kDuplicateName);
+TUTTI_SAME_CODE(TUTTI_ERR_MISMATCH, kMismatch);
+TUTTI_SAME_CODE(TUTTI_ERR_PEER_LOST, kPeerLost);
+TUTTI_SAME_CODE(TUTTI_ERR_COORDINATOR_LOST, kCoordinatorLost);
+TUTTI_SAME_CODE(TUTTI_ERR_TIMEOUT, kTimeout);
+TUTTI_SAME_CODE(TUTTI_ERR_ABORTED, kAborted);
+TUTTI_SAME_CODE(TUTTI_ERR_STALLED, kStalled);
+TUTTI_SAME_CODE(TUTTI_ERR_VERSION_MISMATCH, kVersionMismatch);
+TUTTI_SAME_CODE(TUTTI_ERR_AUTH_FAILED, kAuthFailed);
+TUTTI_SAME_CODE(TUTTI_ERR_SHUT_DOWN, kShutDown);
+TUTTI_SAME_CODE(TUTTI_ERR_INTERNAL, kInternal);
+TUTTI_SAME_CODE(TUTTI_ERR_SET_REMOVED, kSetRemoved);
+TUTTI_SAME_CODE(TUTTI_ERR_UNSUPPORTED, kUnsupported);
+#undef TUTTI_SAME_CODE
+
+tutti_status_t Report(const Status& status) {
+  if (status.ok()) return TUTTI_OK;
+  return Fail(static_cast<tutti_status_t>(status.code()), status.message());
+}
+
+tutti_status_t Invalid(std::string message) {
+  return Fail(TUTTI_ERR_INVALID_ARGUMENT, std::move(message));
+}
+
+// Runs `body` with the thread's last error cleared; no exception leaves the library.
+template <typename Body>
+tutti_status_t Fenced(const char* function, Body&& body) noexcept {
+  try {
+    ClearError();
+    return body();
+  } catch (const std::exception& e) {
+    return Fail(TUTTI_ERR_INTERNAL, std::string(function) + ": " + e.what());
+  } catch (...) {
+    return Fail(TUTTI_ERR_INTERNAL, std::string(function) + ": unknown exception");
+  }
+}
+
+// Copies what the caller's struct_size covers over `defaults`: older callers get defaults for
+// fields appended after they compiled, newer callers' extra fields are ignored.
+template <typename T>
+tutti_status_t ReadVersioned(const T* given, const T& defaults, const char* what, T* out) {
+  if (given->struct_size < sizeof(size_t))
+    return Invalid(std::string(what) + ".struct_size is " + std::to_string(given->struct_size) +
+                   "; initialize the struct with its _INIT macro");
+  *out = defaults;
+  std::memcpy(out, given, std::min(given->struct_size, sizeof(T)));
+  out->struct_size = sizeof(T);
+  return TUTTI_OK;
+}
+
+tutti_status_t ReadTensor(const tutti_tensor_t* given, const char* what, client::TensorArgs* out) {
+  if (given == nullptr) return Invalid(std::string(what) + " is NULL");
+  const tutti_tensor_t defaults = TUTTI_TENSOR_INIT;
+  tutti_tensor_t t;
+  tutti_status_t status = ReadVersioned(given, defaults, what, &t);
+  if (status != TUTTI_OK) return status;
+  if (t.ndim < 0 || t.ndim > TUTTI_MAX_DIMS)
+    return Invalid(std::string(what) + ".ndim is " + std::to_string(t.ndim) + ", not in [0, " +
+                   std::to_string(TUTTI_MAX_DIMS) + "]");
+  if (t.ndim > 0 && t.shape == nullptr) return Invalid(std::string(what) + ".shape is NULL");
+  out->data = t.data;
+  out->dtype = t.dtype;
+  out->shape.assign(t.shape, t.shape + t.ndim);
+  out->device_type = t.device_type;
+  out->device_index = t.device_index;
+  return TUTTI_OK;
+}
+
+#define TUTTI_CHECK_RUNTIME(rt) \
+  if ((rt) == nullptr || !(rt)->runtime) return Invalid("runtime is NULL")
+#define TUTTI_CHECK_OUT(p) \
+  if ((p) == nullptr) return Invalid(#p " is NULL")
+
+template <typename Getter>
+tutti_status_t GetInt(const char* function, tutti_runtime_t rt, int32_t* out, Getter getter) {
+  return Fenced(function, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(out);
+    *out = getter(*rt->runtime);
+    return TUTTI_OK;
+  });
+}
+
+}  // namespace
+}  // namespace tutti::capi
+
+using namespace tutti;
+using namespace tutti::capi;
+
+extern "C" {
+
+TUTTI_API tutti_status_t tutti_get_version(int32_t* version) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_OUT(version);
+    *version = TUTTI_VERSION;
+    return TUTTI_OK;
+  });
+}
+
+TUTTI_API const char* tutti_status_string(tutti_status_t status) { return StatusString(status); }
+
+TUTTI_API const char* tutti_last_error(void) { return LastError(); }
+
+TUTTI_API tutti_status_t tutti_init(const tutti_init_options_t* options, tutti_runtime_t* runtime) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_OUT(runtime);
+    *runtime = nullptr;
+    const tutti_init_options_t defaults = TUTTI_INIT_OPTIONS_INIT;
+    tutti_init_options_t o = defaults;
+    if (options != nullptr) {
+      tutti_status_t status = ReadVersioned(options, defaults, "options", &o);
+      if (status != TUTTI_OK) return status;
+    }
+    const int32_t major = o.header_version / 10000, minor = o.header_version / 100 % 100;
+    if (major != TUTTI_VERSION_MAJOR || minor > TUTTI_VERSION_MINOR)
+      return Fail(TUTTI_ERR_VERSION_MISMATCH,
+                  "version mismatch: header " + std::to_string(o.header_version) + ", library " +
+                      std::to_string(TUTTI_VERSION) + "; rebuild against this library's tutti.h");
+
+    client::RequestedOptions requested;
+    if (o.coordinator) requested.coordinator = o.coordinator;
+    if (o.job) requested.job = o.job;
+    if (o.token) requested.token = o.token;
+    if (o.rank >= 0) requested.rank = o.rank;
+    if (o.size >= 0) requested.size = o.size;
+    if (o.timeout_ms < 0) return Invalid("options.timeout_ms is negative");
+    requested.timeout_ms = o.timeout_ms;
+    if (o.num_static_sets < 0) return Invalid("options.num_static_sets is negative");
+    if (o.num_static_sets > 0 && (o.static_set_sizes == nullptr || o.static_set_ranks == nullptr))
+      return Invalid("options.static_set_sizes or options.static_set_ranks is NULL");
+    const int32_t* next = o.static_set_ranks;
+    for (int32_t i = 0; i < o.num_static_sets; ++i) {
+      if (o.static_set_sizes[i] < 0)
+        return Invalid("options.static_set_sizes[" + std::to_string(i) + "] is negative");
+      requested.static_sets.emplace_back(next, next + o.static_set_sizes[i]);
+      next += o.static_set_sizes[i];
+    }
+
+    client::RuntimeOptions resolved;
+    Status status = client::ResolveOptions(requested, &resolved);
+    if (!status.ok()) return Report(status);
+    auto handle = std::make_unique<tutti_runtime>();
+    status = client::Runtime::Create(resolved, &handle->runtime);
+    if (!status.ok()) return Report(status);
+    *runtime = handle.release();
+    return TUTTI_OK;
+  });
+}
+
+TUTTI_API tutti_status_t tutti_finalize(tutti_runtime_t runtime) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(runtime);
+    delete runtime;
+    return TUTTI_OK;
+  });
+}
+
+TUTTI_API tutti_status_t tutti_rank(tutti_runtime_t rt, int32_t* out) {
+  return GetInt(__func__, rt, out, [](client::Runtime& r) { return r.rank(); });
+}
+TUTTI_API tutti_status_t tutti_size(tutti_runtime_t rt, int32_t* out) {
+  return GetInt(__func__, rt, out, [](client::Runtime& r) { return r.size(); });
+}
+TUTTI_API tutti_status_t tutti_local_rank(tutti_runtime_t rt, int32_t* out) {
+  return GetInt(__func__, rt, out, [](client::Runtime& r) { return r.local_rank(); });
+}
+TUTTI_API tutti_status_t tutti_local_size(tutti_runtime_t rt, int32_t* out) {
+  return GetInt(__func__, rt, out, [](client::Runtime& r) { return r.local_size(); });
+}
+TUTTI_API tutti_status_t tutti_cross_rank(tutti_runtime_t rt, int32_t* out) {
+  return GetInt(__func__, rt, out, [](client::Runtime& r) { return r.cross_rank(); });
+}
+TUTTI_API tutti_status_t tutti_cross_size(tutti_runtime_t rt, int32_t* out) {
+  return GetInt(__func__, rt, out, [](client::Runtime& r) { return r.cross_size(); });
+}
+
+TUTTI_API tutti_status_t tutti_process_set_add(tutti_runtime_t rt, const int32_t* ranks,
+                                               int32_t nranks, int64_t timeout_ms,
+                                               int32_t* set_id) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(set_id);
+    if (nranks < 1) return Invalid("nranks is " + std::to_string(nranks) + "; a set needs a rank");
+    if (ranks == nullptr) return Invalid("ranks is NULL");
+    return Report(rt->runtime->AddProcessSet({ranks, ranks + nranks}, timeout_ms, set_id));
+  });
+}
+
+TUTTI_API tutti_status_t tutti_process_set_remove(tutti_runtime_t rt, int32_t set_id,
+                                                  int64_t timeout_ms) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    return Report(rt->runtime->RemoveProcessSet(set_id, timeout_ms));
+  });
+}
+
+TUTTI_API tutti_status_t tutti_process_set_ranks(tutti_runtime_t rt, int32_t set_id, int32_t* ranks,
+                                                 int32_t capacity, int32_t* count) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(count);
+    if (capacity < 0) return Invalid("capacity is negative");
+    if (capacity > 0 && ranks == nullptr) return Invalid("ranks is NULL");
+    std::vector<int32_t> members;
+    Status status = rt->runtime->ProcessSetRanks(set_id, &members);
+    if (!status.ok()) return Report(status);
+    *count = static_cast<int32_t>(members.size());
+    std::copy_n(members.begin(), std::min<size_t>(members.size(), capacity), ranks);
+    return TUTTI_OK;
+  });
+}
+
+TUTTI_API tutti_status_t tutti_process_set_size(tutti_runtime_t rt, int32_t set_id, int32_t* size) {
+  return tutti_process_set_ranks(rt, set_id, nullptr, 0, size);
+}
+
+// Position of this rank in the set, or -1: shared by included() and rank().
+static tutti_status_t PositionInSet(tutti_runtime_t rt, int32_t set_id, int32_t* position) {
+  TUTTI_CHECK_RUNTIME(rt);
+  std::vector<int32_t> members;
+  Status status = rt->runtime->ProcessSetRanks(set_id, &members);
+  if (!status.ok()) return Report(status);
+  auto it = std::lower_bound(members.begin(), members.end(), rt->runtime->rank());
+  *position = (it != members.end() && *it == rt->runtime->rank())
+                  ? static_cast<int32_t>(it - members.begin())
+                  : -1;
+  return TUTTI_OK;
+}
+
+TUTTI_API tutti_status_t tutti_process_set_included(tutti_runtime_t rt, int32_t set_id,
+                                                    int32_t* included) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_OUT(included);
+    int32_t position = -1;
+    tutti_status_t status = PositionInSet(rt, set_id, &position);
+    if (status == TUTTI_OK) *included = position >= 0;
+    return status;
+  });
+}
+
+TUTTI_API tutti_status_t tutti_process_set_rank(tutti_runtime_t rt, int32_t set_id,
+                                                int32_t* rank_in_set) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_OUT(rank_in_set);
+    int32_t position = -1;
+    tutti_status_t status = PositionInSet(rt, set_id, &position);
+    if (status != TUTTI_OK) return status;
+    if (position < 0)
+      return Fail(TUTTI_ERR_NOT_A_MEMBER, "rank " + std::to_string(rt->runtime->rank()) +
+                                              " is not a member of process set " +
+                                              std::to_string(set_id));
+    *rank_in_set = position;
+    return TUTTI_OK;
+  });
+}
+
+TUTTI_API tutti_status_t tutti_allreduce(tutti_runtime_t rt, const char* name, int32_t set_id,
+                                         const tutti_tensor_t* input, const tutti_tensor_t* output,
+                                         const tutti_allreduce_options_t* options,
+                                         tutti_request_t* request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(request);
+    *request = nullptr;
+    client::AllreduceArgs args;
+    tutti_status_t status = ReadTensor(input, "input", &args.input);
+    if (status != TUTTI_OK) return status;
+    status = ReadTensor(output, "output", &args.output);
+    if (status != TUTTI_OK) return status;
+    const tutti_allreduce_options_t defaults = TUTTI_ALLREDUCE_OPTIONS_INIT;
+    tutti_allreduce_options_t o = defaults;
+    if (options != nullptr && (status = ReadVersioned(options, defaults, "options", &o)) != TUTTI_OK)
+      return status;
+    if (name != nullptr && *name == '\0') return Invalid("name is empty; pass NULL for an automatic name");
+    args.name = name ? name : "";
+    args.set_id = set_id;
+    args.reduce_op = o.reduce_op;
+    args.prescale = o.prescale_factor;
+    args.postscale = o.postscale_factor;
+    std::shared_ptr<client::Request> created;
+    Status submitted = rt->runtime->Allreduce(std::move(args), &created);
+    if (!submitted.ok()) return Report(submitted);
+    *request = new tutti_request{std::move(created), rt->runtime->timeout_ms()};
+    return TUTTI_OK;
+  });
+}
+
+static tutti_status_t Settled(const Status& status) {
+  return status.ok() ? TUTTI_OK : Report(status);
+}
+
+TUTTI_API tutti_status_t tutti_request_test(tutti_request_t request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    if (request == nullptr) return Invalid("request is NULL");
+    auto status = request->request->Test();
+    return status ? Settled(*status) : TUTTI_IN_PROGRESS;
+  });
+}
+
+TUTTI_API tutti_status_t tutti_request_wait(tutti_request_t request, int64_t timeout_ms) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    if (request == nullptr) return Invalid("request is NULL");
+    if (timeout_ms < 0) timeout_ms = request->default_timeout_ms;
+    auto status = request->request->WaitUntil(std::chrono::steady_clock::now() +
+                                              std::chrono::milliseconds(timeout_ms));
+    if (!status)
+      return Fail(TUTTI_ERR_TIMEOUT, "wait for '" + request->request->name() + "' timed out after " +
+                                         std::to_string(timeout_ms) +
+                                         " ms; the request is still pending");
+    return Settled(*status);
+  });
+}
+
+TUTTI_API tutti_status_t tutti_request_free(tutti_request_t request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    delete request;
+    return TUTTI_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,213 @@
+/*
+ * tutti.h: the stable C ABI of tutti, collective communication on process sets.
+ *
+ * ABI contract (docs/abi-policy.md):
+ *  - numeric values of statuses, dtypes, ops and device types never change and are never reused;
+ *  - option structs start with `struct_size` and are only ever appended to; the library reads
+ *    what the caller's size covers and defaults the rest;
+ *  - every function returns a tutti_status_t (except the two string getters); no C++ exception
+ *    crosses this boundary;
+ *  - handles are opaque; destroying one invalidates it.
+ *
+ * Threads: every function may be called from any thread. Requests of one runtime may be waited
+ * on concurrently. Ranks passed to or returned by the API are global ranks.
+ */
+#ifndef TUTTI_TUTTI_H
+#define TUTTI_TUTTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TUTTI_BUILDING_LIBRARY)
+#define TUTTI_API __attribute__((visibility("default")))
+#else
+#define TUTTI_API
+#endif
+
+/* ---- versions ------------------------------------------------------------------------------ */
+#define TUTTI_VERSION_MAJOR 0
+#define TUTTI_VERSION_MINOR 1
+#define TUTTI_VERSION_PATCH 0
+#define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
+#define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
+
+/* ---- statuses ------------------------------------------------------------------------------ */
+typedef int32_t tutti_status_t;
+
+#define TUTTI_OK 0
+#define TUTTI_IN_PROGRESS 1 /* a request has not completed yet; not an error */
+#define TUTTI_ERR_INVALID_ARGUMENT (-1)
+#define TUTTI_ERR_UNKNOWN_SET (-2)
+#define TUTTI_ERR_NOT_A_MEMBER (-3)
+#define TUTTI_ERR_DUPLICATE_NAME (-4)
+#define TUTTI_ERR_MISMATCH (-5)
+#define TUTTI_ERR_PEER_LOST (-6)
+#define TUTTI_ERR_COORDINATOR_LOST (-7)
+#define TUTTI_ERR_TIMEOUT (-8)
+#define TUTTI_ERR_ABORTED (-9)
+#define TUTTI_ERR_STALLED (-10)
+#define TUTTI_ERR_VERSION_MISMATCH (-11)
+#define TUTTI_ERR_AUTH_FAILED (-12)
+#define TUTTI_ERR_SHUT_DOWN (-13)
+#define TUTTI_ERR_INTERNAL (-14)
+#define TUTTI_ERR_SET_REMOVED (-15)
+#define TUTTI_ERR_UNSUPPORTED (-16)
+
+/* ---- data types, reduce ops, devices ------------------------------------------------------- */
+#define TUTTI_DTYPE_FLOAT16 1
+#define TUTTI_DTYPE_BFLOAT16 2
+#define TUTTI_DTYPE_FLOAT32 3
+#define TUTTI_DTYPE_FLOAT64 4
+#define TUTTI_DTYPE_INT8 5
+#define TUTTI_DTYPE_UINT8 6
+#define TUTTI_DTYPE_INT32 7
+#define TUTTI_DTYPE_INT64 8
+
+#define TUTTI_OP_SUM 1
+#define TUTTI_OP_AVERAGE 2
+#define TUTTI_OP_MIN 3
+#define TUTTI_OP_MAX 4
+#define TUTTI_OP_PRODUCT 5
+
+#define TUTTI_DEVICE_CPU 0
+#define TUTTI_DEVICE_CUDA 1
+
+#define TUTTI_WORLD 0 /* the process set of all ranks */
+#define TUTTI_MAX_DIMS 16
+
+/* ---- handles ------------------------------------------------------------------------------- */
+typedef struct tutti_runtime* tutti_runtime_t;
+typedef struct tutti_request* tutti_request_t;
+
+/* ---- tensors ------------------------------------------------------------------------------- */
+/* Describes caller-owned memory. The shape array is copied at submission. The data must stay
+ * valid until the request completes. `stream` is an opaque device stream (cudaStream_t for CUDA
+ * tensors), unused for CPU tensors. */
+typedef struct tutti_tensor {
+  size_t struct_size;
+  void* data;
+  int32_t dtype;
+  int32_t ndim;
+  const int64_t* shape;
+  int32_t device_type;
+  int32_t device_index;
+  void* stream;
+} tutti_tensor_t;
+
+#define TUTTI_TENSOR_INIT {sizeof(tutti_tensor_t), NULL, 0, 0, NULL, TUTTI_DEVICE_CPU, 0, NULL}
+
+/* ---- init ---------------------------------------------------------------------------------- */
+/* Any field left at its initializer value is read from the environment (TUTTI_COORDINATOR,
+ * TUTTI_JOB, TUTTI_TOKEN, TUTTI_RANK, TUTTI_SIZE, TUTTI_HOST_ID, TUTTI_DATA_ADDR, TUTTI_TIMEOUT_MS)
+ * or defaulted. Static process sets: `num_static_sets` lists given back to back in
+ * `static_set_ranks`, the i-th holding `static_set_sizes[i]` global ranks; every rank must pass the
+ * same lists, and set i gets id i + 1. */
+typedef struct tutti_init_options {
+  size_t struct_size;
+  int32_t header_version;     /* TUTTI_VERSION of the header the caller compiled against */
+  const char* coordinator;    /* ZeroMQ endpoint of tuttid, e.g. "tcp://10.0.0.1:5555" */
+  const char* job;            /* job id: ranks of one job share it */
+  const char* token;          /* job token: the first rank to register sets it */
+  int32_t rank;               /* -1: from the environment */
+  int32_t size;               /* -1: from the environment */
+  int32_t num_static_sets;
+  const int32_t* static_set_sizes;
+  const int32_t* static_set_ranks;
+  int64_t timeout_ms;         /* rendezvous, set changes, data-plane progress; 0: default 60000 */
+} tutti_init_options_t;
+
+#define TUTTI_INIT_OPTIONS_INIT \
+  {sizeof(tutti_init_options_t), TUTTI_VERSION, NULL, NULL, NULL, -1, -1, 0, NULL, NULL, 0}
+
+/* Joins the job: returns once every rank of the world has registered (or with an error naming the
+ * missing ranks after the timeout). `options` may be NULL: everything then comes from the
+ * environment. */
+TUTTI_API tutti_status_t tutti_init(const tutti_init_options_t* options, tutti_runtime_t* runtime);
+
+/* Leaves the job and destroys the runtime. Pending requests fail with TUTTI_ERR_SHUT_DOWN; their
+ * handles must still be freed. */
+TUTTI_API tutti_status_t tutti_finalize(tutti_runtime_t runtime);
+
+/* ---- versions and errors ------------------------------------------------------------------- */
+TUTTI_API tutti_status_t tutti_get_version(int32_t* version);
+
+/* A static sentence on what the status means and what to do next. Never NULL. */
+TUTTI_API const char* tutti_status_string(tutti_status_t status);
+
+/* Detail of the last error returned to the calling thread (empty if none). Valid until the next
+ * tutti call on this thread. Never NULL. */
+TUTTI_API const char* tutti_last_error(void);
+
+/* ---- the world ----------------------------------------------------------------------------- */
+TUTTI_API tutti_status_t tutti_rank(tutti_runtime_t runtime, int32_t* rank);
+TUTTI_API tutti_status_t tutti_size(tutti_runtime_t runtime, int32_t* size);
+TUTTI_API tutti_status_t tutti_local_rank(tutti_runtime_t runtime, int32_t* local_rank);
+TUTTI_API tutti_status_t tutti_local_size(tutti_runtime_t runtime, int32_t* local_size);
+TUTTI_API tutti_status_t tutti_cross_rank(tutti_runtime_t runtime, int32_t* cross_rank);
+TUTTI_API tutti_status_t tutti_cross_size(tutti_runtime_t runtime, int32_t* cross_size);
+
+/* ---- process sets -------------------------------------------------------------------------- */
+/* Adds the set of `nranks` global ranks (any order, no duplicates). Members wait until every
+ * member has called it (or `timeout_ms` passes: TUTTI_ERR_TIMEOUT naming the missing ranks);
+ * a non-member returns at once with the id. Adding an existing set returns its id.
+ * timeout_ms <= 0 uses the runtime's timeout. */
+TUTTI_API tutti_status_t tutti_process_set_add(tutti_runtime_t runtime, const int32_t* ranks,
+                                               int32_t nranks, int64_t timeout_ms, int32_t* set_id);
+
+/* Removes a set; collective over its members, like add. Requests in flight on it fail with
+ * TUTTI_ERR_SET_REMOVED; later ones with TUTTI_ERR_UNKNOWN_SET. The id is never reused. */
+TUTTI_API tutti_status_t tutti_process_set_remove(tutti_runtime_t runtime, int32_t set_id,
+                                                  int64_t timeout_ms);
+
+TUTTI_API tutti_status_t tutti_process_set_size(tutti_runtime_t runtime, int32_t set_id,
+                                                int32_t* size);
+/* Copies up to `capacity` sorted global ranks; `*count` is the set's size. */
+TUTTI_API tutti_status_t tutti_process_set_ranks(tutti_runtime_t runtime, int32_t set_id,
+                                                 int32_t* ranks, int32_t capacity, int32_t* count);
+TUTTI_API tutti_status_t tutti_process_set_included(tutti_runtime_t runtime, int32_t set_id,
+                                                    int32_t* included);
+/* This rank's position in the set's sorted rank list; TUTTI_ERR_NOT_A_MEMBER if not in it. */
+TUTTI_API tutti_status_t tutti_process_set_rank(tutti_runtime_t runtime, int32_t set_id,
+                                                int32_t* rank_in_set);
+
+/* ---- collectives --------------------------------------------------------------------------- */
+typedef struct tutti_allreduce_options {
+  size_t struct_size;
+  int32_t reduce_op;        /* TUTTI_OP_* */
+  double prescale_factor;   /* applied to the input before reduction (floating types only) */
+  double postscale_factor;  /* applied to the result (floating types only) */
+} tutti_allreduce_options_t;
+
+#define TUTTI_ALLREDUCE_OPTIONS_INIT {sizeof(tutti_allreduce_options_t), TUTTI_OP_SUM, 1.0, 1.0}
+
+/* Starts an allreduce of `input` into `output` (same dtype and element count; they may alias) on
+ * a process set the caller belongs to. `name` identifies the tensor across ranks and must be
+ * unique among this rank's pending requests of the set; NULL picks "allreduce.<n>" from a per-set
+ * counter (so all ranks must then submit in the same order). `options` may be NULL (sum).
+ * Returns at once; the request completes asynchronously. */
+TUTTI_API tutti_status_t tutti_allreduce(tutti_runtime_t runtime, const char* name, int32_t set_id,
+                                         const tutti_tensor_t* input, const tutti_tensor_t* output,
+                                         const tutti_allreduce_options_t* options,
+                                         tutti_request_t* request);
+
+/* ---- requests ------------------------------------------------------------------------------ */
+/* TUTTI_OK when done, TUTTI_IN_PROGRESS while pending, or the request's error. */
+TUTTI_API tutti_status_t tutti_request_test(tutti_request_t request);
+
+/* Waits up to `timeout_ms` (< 0: until the runtime's timeout). Returns the request's status, or
+ * TUTTI_ERR_TIMEOUT if the wait expired; the request then stays pending. */
+TUTTI_API tutti_status_t tutti_request_wait(tutti_request_t request, int64_t timeout_ms);
+
+/* Releases the handle. A pending request keeps running and still writes its output: buffers must
+ * stay valid until it completes or the runtime is finalized. */
+TUTTI_API tutti_status_t tutti_request_free(tutti_request_t request);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TUTTI_TUTTI_H */

@@ -1,0 +1,44 @@
+// Status strings and the thread-local detail text of the last error.
+#include <string>
+
+#include "capi/status_text.h"
+
+namespace tutti::capi {
+namespace {
+thread_local std::string last_error;
+}
+
+const char* StatusString(tutti_status_t status) {
+  switch (status) {
+    case TUTTI_OK: return "ok";
+    case TUTTI_IN_PROGRESS: return "in progress: the request has not completed yet; test or wait again";
+    case TUTTI_ERR_INVALID_ARGUMENT: return "invalid argument: fix the call; tutti_last_error() names the argument";
+    case TUTTI_ERR_UNKNOWN_SET: return "unknown process set: add the set on this rank first, or stop using a removed set";
+    case TUTTI_ERR_NOT_A_MEMBER: return "not a member: only the set's ranks may run collectives on it";
+    case TUTTI_ERR_DUPLICATE_NAME: return "duplicate name: a request of that name is already pending on the set; wait for it or pick another name";
+    case TUTTI_ERR_MISMATCH: return "mismatch across ranks: the ranks submitted different tensors under one name; the message names both variants";
+    case TUTTI_ERR_PEER_LOST: return "peer lost: a rank of the set died or disconnected; restart or re-form the job";
+    case TUTTI_ERR_COORDINATOR_LOST: return "coordinator lost: tuttid did not answer; check that it runs and is reachable";
+    case TUTTI_ERR_TIMEOUT: return "timeout: the operation did not complete in time; the message names the ranks that were missing";
+    case TUTTI_ERR_ABORTED: return "aborted: the operation was cancelled";
+    case TUTTI_ERR_STALLED: return "stalled: some ranks never submitted the operation";
+    case TUTTI_ERR_VERSION_MISMATCH: return "version mismatch: use the same tutti version for the library, the header and tuttid";
+    case TUTTI_ERR_AUTH_FAILED: return "authentication failed: every rank of a job must present the job's token";
+    case TUTTI_ERR_SHUT_DOWN: return "shut down: the runtime was finalized";
+    case TUTTI_ERR_INTERNAL: return "internal error: a bug in tutti; please report it with tutti_last_error()";
+    case TUTTI_ERR_SET_REMOVED: return "set removed: the process set was removed while the request was pending";
+    case TUTTI_ERR_UNSUPPORTED: return "unsupported: this build or this machine cannot do that";
+    default: return "unknown status: not a tutti status code";
+  }
+}
+
+tutti_status_t Fail(tutti_status_t status, std::string message) {
+  last_error = std::move(message);
+  return status;
+}
+
+void ClearError() { last_error.clear(); }
+
+const char* LastError() { return last_error.c_str(); }
+
+}  // namespace tutti::capi

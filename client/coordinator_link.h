@@ -1,0 +1,76 @@
+// The runtime's connection to tuttid. One I/O thread owns the ZeroMQ DEALER socket (ZeroMQ sockets
+// are not thread-safe); other threads hand it frames through a locked queue and wake it with an
+// eventfd that it polls beside the socket. Announcements queued between two wakeups leave as one
+// Announce frame. Replies are matched to waiting callers; Execute frames go to a callback that
+// runs on the I/O thread and must not block.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "common/status.h"
+#include "proto/protocol.h"
+#include "transport/transport.h"
+
+namespace tutti::client {
+
+class CoordinatorLink {
+ public:
+  struct Callbacks {
+    std::function<void(wire::Execute&)> on_execute;
+    std::function<void(const wire::Refusal&)> on_tensor_refused;
+  };
+
+  CoordinatorLink(std::string endpoint, Callbacks callbacks);
+  // Stops the I/O thread; says Bye first if registered.
+  ~CoordinatorLink();
+
+  // Sends the registration and waits for Welcome (or the refusal) until `deadline`.
+  Status Register(const wire::Register& request, transport::Deadline deadline,
+                  wire::Welcome* welcome);
+
+  // Sends a SetAdd or SetRemove and waits for its SetReply until `deadline`.
+  Status Call(wire::Frame request, uint64_t request_id, transport::Deadline deadline,
+              wire::SetReply* reply);
+
+  // Queues one tensor announcement for the next Announce frame.
+  void Announce(int32_t set_id, wire::TensorSpec spec);
+
+  uint64_t NextRequestId() { return next_request_id_++; }
+
+ private:
+  void Run();
+  void Wake();
+  void Flush();
+  void Dispatch(wire::Frame& frame);
+
+  const std::string endpoint_;
+  const Callbacks callbacks_;
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;  // I/O thread only, after construction
+  int wakeup_ = -1;
+
+  std::mutex mu_;  // guards everything below
+  std::vector<std::string> outbox_;                           // encoded frames
+  std::map<int32_t, std::vector<wire::TensorSpec>> announced_;  // by set, in submission order
+  std::optional<std::promise<wire::Frame>> registration_;
+  std::map<uint64_t, std::promise<wire::SetReply>> calls_;
+  bool registered_ = false;
+  bool stopping_ = false;
+
+  std::atomic<uint64_t> next_request_id_{1};
+  std::thread thread_;
+};
+
+}  // namespace tutti::client

@@ -1,0 +1,46 @@
+// A lane executes one process set's ordered stream on a thread of its own, so that a set blocked
+// on its data plane never delays negotiation or any other set. The I/O thread pushes requests in
+// stream order; the lane runs them one after the other and completes them.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "client/request.h"
+#include "transport/transport.h"
+
+namespace tutti::client {
+
+class Lane {
+ public:
+  Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
+       std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout);
+  // Fails what is still queued with kShutDown and joins the thread. A collective in progress must
+  // be unblocked first (transport::Device::Shutdown) or finish.
+  ~Lane();
+
+  void Push(std::shared_ptr<Request> request);
+
+ private:
+  void Run();
+  Status Execute(const Request& request);
+
+  const int32_t set_id_;
+  const std::vector<int32_t> members_;
+  const int32_t self_;
+  std::unique_ptr<transport::Context> context_;
+  const std::chrono::milliseconds step_timeout_;
+  std::vector<char> scratch_;
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::deque<std::shared_ptr<Request>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tutti::client

@@ -1,0 +1,37 @@
+// Element-wise kernels for the data plane: combining a received chunk into an accumulator and
+// applying the pre/post scale factors. Results depend only on the inputs (no threading, no
+// reassociation), so every rank computes bit-identical values for the same chunk.
+//
+// float16/bfloat16 elements are widened to float32, combined and rounded back (nearest even)
+// per element per call. Integer sum and product wrap around modulo 2^bits. Floating min/max
+// return NaN when either operand is NaN.
+//
+// Preconditions, which the C API validates first, so that a violation here is a bug and aborts:
+// dtype and op are valid enum values, integer buffers are only scaled by exactly 1.0, and
+// divisors are nonzero.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/dtype.h"
+
+namespace tutti {
+
+// acc[i] = acc[i] (op) in[i] for i < count. kAverage combines like kSum; the caller divides.
+// acc and in must not overlap.
+void ReduceInto(void* acc, const void* in, size_t count, DType dtype, ReduceOp op);
+
+// buf[i] *= factor. float16/bfloat16/float32 multiply by factor rounded to float32; float64
+// by factor itself. factor == 1.0 leaves the buffer untouched (any dtype).
+void ScaleInPlace(void* buf, size_t count, DType dtype, double factor);
+
+// buf[i] /= divisor, truncating toward zero, for the integer dtypes' average (floating dtypes
+// divide exactly and round).
+void DivideInPlace(void* buf, size_t count, DType dtype, int64_t divisor);
+
+// dst[i] = src[i] * factor with ScaleInPlace's rounding. With factor == 1.0 it is a plain copy
+// for every dtype. src may equal dst; otherwise the ranges must not overlap.
+void ScaleCopy(void* dst, const void* src, size_t count, DType dtype, double factor);
+
+}  // namespace tutti

@@ -1,0 +1,50 @@
+// One submitted collective, shared between the application (which waits on it), the I/O thread
+// (which matches it to the coordinator's response) and the set's lane (which executes it).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "common/dtype.h"
+#include "common/status.h"
+#include "proto/protocol.h"
+
+namespace tutti::client {
+
+class Request {
+ public:
+  // What the lane needs to run the collective; fixed at submission.
+  struct Operation {
+    wire::TensorSpec spec;
+    const void* input = nullptr;
+    void* output = nullptr;
+    size_t count = 0;  // elements
+  };
+
+  explicit Request(Operation operation) : operation_(std::move(operation)) {}
+
+  const Operation& operation() const { return operation_; }
+  const std::string& name() const { return operation_.spec.name(); }
+
+  // The first completion wins; later ones are ignored (a request fails once).
+  void Complete(Status status);
+
+  // kOk or the error once done; nullopt while pending.
+  std::optional<Status> Test() const;
+
+  // Waits until done or `deadline`; nullopt if the deadline passed first.
+  std::optional<Status> WaitUntil(std::chrono::steady_clock::time_point deadline) const;
+
+ private:
+  Operation operation_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable done_cv_;
+  bool done_ = false;
+  Status status_;
+};
+
+}  // namespace tutti::client

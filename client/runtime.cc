@@ -1,0 +1,273 @@
+#include "client/runtime.h"
+
+#include <algorithm>
+
+namespace tutti::client {
+namespace {
+
+// Client-side margin over a deadline the coordinator enforces itself, so that its precise error
+// (naming missing ranks) arrives before the client gives up on the coordinator.
+constexpr auto kCoordinatorGrace = std::chrono::seconds(5);
+
+std::chrono::milliseconds Ms(int64_t ms) { return std::chrono::milliseconds(ms); }
+
+Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+
+Status CheckTensor(const char* which, const TensorArgs& t, size_t* count) {
+  if (t.data == nullptr && !t.shape.empty()) {
+    int64_t elements = 1;
+    for (int64_t d : t.shape) elements *= d;
+    if (elements != 0) return Invalid(std::string(which) + " tensor has no data pointer");
+  }
+  if (!IsValidDType(t.dtype))
+    return Invalid(std::string(which) + " tensor has unknown dtype " + std::to_string(t.dtype));
+  if (t.device_type != 0)
+    return Status(Code::kUnsupported, std::string(which) +
+                                          " tensor is on a device; this build runs CPU tensors only");
+  int64_t elements = 1;
+  for (int64_t d : t.shape) {
+    if (d < 0) return Invalid(std::string(which) + " tensor has a negative dimension");
+    if (d != 0 && elements > (int64_t{1} << 56) / d)
+      return Invalid(std::string(which) + " tensor is too large");
+    elements *= d;
+  }
+  *count = static_cast<size_t>(elements);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Runtime::Runtime(const RuntimeOptions& options) : options_(options), sets_(options.rank) {}
+
+Status Runtime::Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* runtime) {
+  std::unique_ptr<Runtime> created(new Runtime(options));
+  TUTTI_RETURN_IF_ERROR(created->Join());
+  *runtime = std::move(created);
+  return Status::Ok();
+}
+
+Status Runtime::Join() {
+  TUTTI_RETURN_IF_ERROR(transport::CreateTcpDevice(options_.data_address, &device_));
+  try {
+    link_ = std::make_unique<CoordinatorLink>(
+        options_.coordinator,
+        CoordinatorLink::Callbacks{[this](wire::Execute& e) { OnExecute(e); },
+                                   [this](const wire::Refusal& r) { OnTensorRefused(r); }});
+  } catch (const zmq::error_t& e) {
+    return Invalid("cannot use coordinator endpoint '" + options_.coordinator + "': " + e.what());
+  }
+
+  wire::Register request;
+  request.set_job(options_.job);
+  request.set_token(options_.token);
+  request.set_rank(options_.rank);
+  request.set_size(options_.size);
+  request.set_host(options_.host_id);
+  request.set_data_endpoint(device_->endpoint());
+  request.set_rendezvous_timeout_ms(options_.timeout_ms);
+  for (const auto& set : options_.static_sets)
+    request.add_static_sets()->mutable_ranks()->Add(set.begin(), set.end());
+  TUTTI_RETURN_IF_ERROR(link_->Register(
+      request, transport::Clock::now() + Ms(options_.timeout_ms) + kCoordinatorGrace, &welcome_));
+
+  device_->SetJobKey(welcome_.job_key());
+  std::vector<int32_t> world(options_.size);
+  for (int32_t r = 0; r < options_.size; ++r) world[r] = r;
+  sets_.Insert(0, world);
+  OpenLane(0, world);
+  for (const auto& set : welcome_.static_sets()) {
+    std::vector<int32_t> ranks(set.ranks().begin(), set.ranks().end());
+    sets_.Insert(set.id(), ranks);
+    if (std::binary_search(ranks.begin(), ranks.end(), options_.rank)) OpenLane(set.id(), ranks);
+  }
+  return Status::Ok();
+}
+
+Runtime::~Runtime() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shut_down_ = true;
+  }
+  // Order matters: stop hearing from the coordinator, unblock lanes stuck in the data plane, join
+  // them, then fail whatever never reached a lane.
+  link_.reset();
+  if (device_) device_->Shutdown();
+  std::map<int32_t, std::unique_ptr<Lane>> lanes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lanes.swap(lanes_);
+  }
+  lanes.clear();
+  std::vector<int32_t> sets;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, requests] : pending_) sets.push_back(id);
+  }
+  for (int32_t id : sets)
+    FailPending(id, Status(Code::kShutDown, "the runtime was finalized while the request was pending"));
+}
+
+void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks) {
+  std::vector<std::string> endpoints;
+  for (const auto& peer : welcome_.peers()) endpoints.push_back(peer.data_endpoint());
+  auto lane = std::make_unique<Lane>(set_id, ranks, options_.rank,
+                                     device_->CreateContext(set_id, options_.rank, endpoints),
+                                     Ms(options_.timeout_ms));
+  std::lock_guard<std::mutex> lock(mu_);
+  lanes_[set_id] = std::move(lane);
+}
+
+Status Runtime::AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, int32_t* set_id) {
+  if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
+  wire::Frame frame;
+  const uint64_t request_id = link_->NextRequestId();
+  frame.mutable_set_add()->set_request_id(request_id);
+  frame.mutable_set_add()->mutable_ranks()->Add(ranks.begin(), ranks.end());
+  frame.mutable_set_add()->set_timeout_ms(timeout_ms);
+  wire::SetReply reply;
+  TUTTI_RETURN_IF_ERROR(
+      link_->Call(frame, request_id, transport::Clock::now() + Ms(timeout_ms) + kCoordinatorGrace,
+                  &reply));
+  std::vector<int32_t> members(reply.set().ranks().begin(), reply.set().ranks().end());
+  *set_id = reply.set().id();
+  sets_.Insert(*set_id, members);
+  const bool member = std::binary_search(members.begin(), members.end(), options_.rank);
+  bool has_lane;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    has_lane = lanes_.count(*set_id) > 0;
+  }
+  if (member && !has_lane) OpenLane(*set_id, members);
+  return Status::Ok();
+}
+
+Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
+  if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
+  if (set_id == 0) return Invalid("the world process set (0) cannot be removed");
+  std::vector<int32_t> unused;
+  TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &unused));
+  wire::Frame frame;
+  const uint64_t request_id = link_->NextRequestId();
+  frame.mutable_set_remove()->set_request_id(request_id);
+  frame.mutable_set_remove()->set_set_id(set_id);
+  frame.mutable_set_remove()->set_timeout_ms(timeout_ms);
+  wire::SetReply reply;
+  TUTTI_RETURN_IF_ERROR(
+      link_->Call(frame, request_id, transport::Clock::now() + Ms(timeout_ms) + kCoordinatorGrace,
+                  &reply));
+  sets_.MarkRemoved(set_id);
+  std::unique_ptr<Lane> lane;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = lanes_.find(set_id);
+    if (it != lanes_.end()) {
+      lane = std::move(it->second);
+      lanes_.erase(it);
+    }
+  }
+  lane.reset();  // its stream ended: the coordinator released nothing after the removal
+  FailPending(set_id, Status(Code::kSetRemoved, "process set " + std::to_string(set_id) +
+                                                    " was removed while the request was pending"));
+  return Status::Ok();
+}
+
+Status Runtime::ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) const {
+  return sets_.Ranks(set_id, ranks);
+}
+
+Status Runtime::Allreduce(AllreduceArgs args, std::shared_ptr<Request>* request) {
+  TUTTI_RETURN_IF_ERROR(sets_.CheckMember(args.set_id));
+  size_t in_count = 0, out_count = 0;
+  TUTTI_RETURN_IF_ERROR(CheckTensor("input", args.input, &in_count));
+  TUTTI_RETURN_IF_ERROR(CheckTensor("output", args.output, &out_count));
+  if (args.input.dtype != args.output.dtype)
+    return Invalid("input and output dtypes differ");
+  if (in_count != out_count)
+    return Invalid("input has " + std::to_string(in_count) + " elements, output " +
+                   std::to_string(out_count));
+  if (!IsValidReduceOp(args.reduce_op))
+    return Invalid("unknown reduce op " + std::to_string(args.reduce_op));
+  const auto dtype = static_cast<DType>(args.input.dtype);
+  if (!IsFloating(dtype) && (args.prescale != 1.0 || args.postscale != 1.0))
+    return Invalid(std::string("prescale and postscale factors apply to floating types only, not ") +
+                   DTypeName(args.input.dtype));
+  if (args.name.size() > 1024) return Invalid("tensor name longer than 1024 bytes");
+  if (args.name.empty())
+    args.name = "allreduce." + std::to_string(sets_.NextAutoNameIndex(args.set_id));
+
+  Request::Operation op;
+  op.spec.set_name(args.name);
+  op.spec.set_kind(wire::COLLECTIVE_ALLREDUCE);
+  op.spec.set_dtype(args.input.dtype);
+  op.spec.mutable_shape()->Add(args.input.shape.begin(), args.input.shape.end());
+  op.spec.set_reduce_op(args.reduce_op);
+  op.spec.set_prescale(args.prescale);
+  op.spec.set_postscale(args.postscale);
+  op.spec.set_device_type(args.input.device_type);
+  op.spec.set_device_index(args.input.device_index);
+  op.input = args.input.data;
+  op.output = args.output.data;
+  op.count = in_count;
+  auto created = std::make_shared<Request>(op);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
+    auto& by_name = pending_[args.set_id];
+    if (!by_name.emplace(args.name, created).second)
+      return Status(Code::kDuplicateName, "a request named '" + args.name +
+                                              "' is already pending on process set " +
+                                              std::to_string(args.set_id));
+  }
+  link_->Announce(args.set_id, op.spec);
+  *request = std::move(created);
+  return Status::Ok();
+}
+
+std::shared_ptr<Request> Runtime::TakePending(int32_t set_id, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto set = pending_.find(set_id);
+  if (set == pending_.end()) return nullptr;
+  auto it = set->second.find(name);
+  if (it == set->second.end()) return nullptr;
+  auto request = std::move(it->second);
+  set->second.erase(it);
+  return request;
+}
+
+void Runtime::FailPending(int32_t set_id, const Status& status) {
+  std::map<std::string, std::shared_ptr<Request>> failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(set_id);
+    if (it == pending_.end()) return;
+    failed.swap(it->second);
+    pending_.erase(it);
+  }
+  for (auto& [name, request] : failed) request->Complete(status);
+}
+
+void Runtime::OnExecute(wire::Execute& execute) {
+  for (auto& response : *execute.mutable_responses()) {
+    auto request = TakePending(execute.set_id(), response.spec().name());
+    if (!request) continue;  // an error about a request this rank already settled
+    if (response.has_error() && response.error().code() != 0) {
+      request->Complete(Status(static_cast<Code>(response.error().code()), response.error().message()));
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto lane = lanes_.find(execute.set_id());
+    if (lane == lanes_.end())
+      request->Complete(Status(Code::kInternal, "no lane for process set " +
+                                                    std::to_string(execute.set_id())));
+    else
+      lane->second->Push(std::move(request));
+  }
+}
+
+void Runtime::OnTensorRefused(const wire::Refusal& refusal) {
+  auto request = TakePending(refusal.set_id(), refusal.tensor_name());
+  if (request)
+    request->Complete(Status(static_cast<Code>(refusal.error().code()), refusal.error().message()));
+}
+
+}  // namespace tutti::client

@@ -1,0 +1,85 @@
+// The runtime inside one rank: joins the job through the coordinator, keeps the process sets it
+// knows, negotiates submitted collectives and runs them on one lane per set.
+//
+// Threads (docs/thread-model.md): application threads call the public methods; the coordinator
+// link's I/O thread matches responses to requests and hands them to lanes; each lane runs its set's
+// collectives. Locks are held only for short bookkeeping, never across I/O or a wait.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "client/coordinator_link.h"
+#include "client/lane.h"
+#include "client/request.h"
+#include "client/runtime_options.h"
+#include "client/set_registry.h"
+
+namespace tutti::client {
+
+struct TensorArgs {
+  void* data = nullptr;
+  int32_t dtype = 0;
+  std::vector<int64_t> shape;
+  int32_t device_type = 0;
+  int32_t device_index = 0;
+};
+
+struct AllreduceArgs {
+  std::string name;  // empty: automatic
+  int32_t set_id = 0;
+  TensorArgs input, output;
+  int32_t reduce_op = 0;
+  double prescale = 1.0, postscale = 1.0;
+};
+
+class Runtime {
+ public:
+  // Joins the job; returns once the whole world registered.
+  static Status Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* runtime);
+  // Leaves the job; pending requests fail with kShutDown.
+  ~Runtime();
+
+  int32_t rank() const { return options_.rank; }
+  int32_t size() const { return options_.size; }
+  int32_t local_rank() const { return welcome_.local_rank(); }
+  int32_t local_size() const { return welcome_.local_size(); }
+  int32_t cross_rank() const { return welcome_.cross_rank(); }
+  int32_t cross_size() const { return welcome_.cross_size(); }
+  int64_t timeout_ms() const { return options_.timeout_ms; }
+
+  Status AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, int32_t* set_id);
+  Status RemoveProcessSet(int32_t set_id, int64_t timeout_ms);
+  Status ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) const;
+
+  Status Allreduce(AllreduceArgs args, std::shared_ptr<Request>* request);
+
+ private:
+  explicit Runtime(const RuntimeOptions& options);
+  Status Join();
+  void OpenLane(int32_t set_id, const std::vector<int32_t>& ranks);
+  void OnExecute(wire::Execute& execute);
+  void OnTensorRefused(const wire::Refusal& refusal);
+  // Removes and returns this rank's pending request for (set, name); null if none.
+  std::shared_ptr<Request> TakePending(int32_t set_id, const std::string& name);
+  void FailPending(int32_t set_id, const Status& status);
+
+  const RuntimeOptions options_;
+  std::unique_ptr<transport::Device> device_;
+  wire::Welcome welcome_;
+  SetRegistry sets_;
+
+  std::mutex mu_;  // guards pending_, lanes_ and shut_down_
+  std::map<int32_t, std::map<std::string, std::shared_ptr<Request>>> pending_;  // by set, name
+  std::map<int32_t, std::unique_ptr<Lane>> lanes_;
+  bool shut_down_ = false;
+
+  // Declared last: destroyed first, so its I/O thread stops before the state it calls into.
+  std::unique_ptr<CoordinatorLink> link_;
+};
+
+}  // namespace tutti::client

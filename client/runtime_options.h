@@ -1,0 +1,39 @@
+// Everything a runtime needs to join a job, resolved from the caller's options and the environment.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace tutti::client {
+
+constexpr int64_t kDefaultTimeoutMs = 60000;
+
+// What the caller gave explicitly; unset fields fall back to the environment, then to defaults.
+struct RequestedOptions {
+  std::optional<std::string> coordinator, job, token;
+  std::optional<int32_t> rank, size;
+  std::vector<std::vector<int32_t>> static_sets;
+  int64_t timeout_ms = 0;  // 0: TUTTI_TIMEOUT_MS or kDefaultTimeoutMs
+};
+
+struct RuntimeOptions {
+  std::string coordinator;
+  std::string job;
+  std::string token;
+  int32_t rank = 0;
+  int32_t size = 1;
+  std::string host_id;       // ranks with the same value share a host (and its memory)
+  std::string data_address;  // IPv4 address the data plane listens on
+  std::vector<std::vector<int32_t>> static_sets;
+  int64_t timeout_ms = kDefaultTimeoutMs;
+};
+
+// Resolves `requested` against the environment (TUTTI_*, then OpenMPI, Slurm and torchrun
+// variables for rank and size). Errors name the missing or malformed setting.
+Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolved);
+
+}  // namespace tutti::client

@@ -1,0 +1,78 @@
+// RankProcess: one rank's child process and the two pipes carrying its stdout and stderr.
+// tuttirun owns one per rank and drives them all from a single poll() loop, so nothing here
+// blocks except Reap().
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tutti::launcher {
+
+enum class Stream { kOut = 0, kErr = 1 };
+
+class RankProcess {
+ public:
+  // Receives one complete line of the given rank, without its '\n'.
+  using LineSink = std::function<void(int rank, Stream, std::string_view line)>;
+
+  explicit RankProcess(int rank) : rank_(rank) {}
+  // A process still running here means tuttirun is bailing out: kill and reap it so that no
+  // path leaves a zombie or an orphan behind.
+  ~RankProcess();
+  RankProcess(const RankProcess&) = delete;
+  RankProcess& operator=(const RankProcess&) = delete;
+
+  // Forks and execs argv[0] (PATH lookup) with `env` as its whole environment ("KEY=VALUE").
+  // stdin is /dev/null. Throws std::system_error if the pipes or the fork fail; a failing exec
+  // shows up as a message on the rank's stderr and exit status 127, like a shell's.
+  void Start(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
+  int rank() const { return rank_; }
+  pid_t pid() const { return pid_; }
+
+  // -1 once the stream reached EOF or was closed.
+  int fd(Stream s) const { return fds_[Index(s)]; }
+  bool streams_open() const { return fds_[0] >= 0 || fds_[1] >= 0; }
+
+  // Reads what the pipe holds right now (it is non-blocking) and hands complete lines to sink.
+  // At EOF the trailing partial line, if any, is handed over too and the pipe is closed.
+  void ReadAvailable(Stream s, const LineSink& sink);
+
+  // Reads both pipes until they are empty, flushes partial lines and closes them. Used once the
+  // rank has been reaped: everything it wrote is in the pipes by then, and waiting for EOF could
+  // hang forever if it left a background process holding the write ends.
+  void Drain(const LineSink& sink);
+
+  // Sends sig unless the child has already been reaped (its pid may belong to someone else).
+  void Signal(int sig);
+
+  // Non-blocking waitpid; true once the child has been reaped (now or earlier).
+  bool TryReap();
+  // Blocking waitpid.
+  void Reap();
+
+  bool running() const { return pid_ > 0 && !reaped_; }
+  bool reaped() const { return reaped_; }
+  // The raw waitpid status; meaningful once reaped().
+  int wait_status() const { return wait_status_; }
+
+ private:
+  static int Index(Stream s) { return static_cast<int>(s); }
+
+  // A partial line longer than this is handed over as if it ended, so that a rank printing
+  // without newlines cannot make tuttirun's memory grow without bound.
+  static constexpr size_t kMaxLine = 1 << 20;
+
+  int rank_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int wait_status_ = 0;
+  int fds_[2] = {-1, -1};
+  std::string partial_[2];
+};
+
+}  // namespace tutti::launcher

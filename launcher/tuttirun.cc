@@ -1,0 +1,419 @@
+// tuttirun: starts N local ranks of a program, wires them to a coordinator (embedded unless one
+// is given), prefixes their output with the rank, and tears the whole job down as soon as one
+// rank fails. See docs/launcher.md.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "launcher/rank_process.h"
+#include "server/coordinator.h"
+
+extern char** environ;
+
+namespace {
+
+using tutti::launcher::RankProcess;
+using tutti::launcher::Stream;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kUsageError = 2;
+constexpr auto kGracePeriod = std::chrono::seconds(5);
+
+struct Options {
+  int np = 0;
+  std::string coordinator;
+  std::string job;
+  std::vector<std::string> command;
+};
+
+// Written by signal handlers, read by the main loop: signals become poll() events, so the loop
+// has a single place where it waits and no race between checking a flag and sleeping.
+int g_wake_write_fd = -1;
+
+void OnSignal(int sig) {
+  const int saved = errno;
+  const unsigned char b = static_cast<unsigned char>(sig);
+  (void)!::write(g_wake_write_fd, &b, 1);  // a full pipe already guarantees a wakeup
+  errno = saved;
+}
+
+// Set when a write finds that nobody reads our stdout or stderr any more (`tuttirun ... | head`).
+bool g_output_closed = false;
+
+void WriteAll(int fd, std::string_view s) {
+  while (!s.empty()) {
+    ssize_t n = ::write(fd, s.data(), s.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // Our stdout may be a non-blocking descriptor we inherited.
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, -1);
+      continue;
+    }
+    if (n < 0 && errno == EPIPE) g_output_closed = true;
+    if (n <= 0) return;
+    s.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void Say(const std::string& message) { WriteAll(STDERR_FILENO, "tuttirun: " + message + "\n"); }
+
+std::string RandomHex(size_t bytes) {
+  std::vector<unsigned char> raw(bytes);
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  if (!urandom.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(bytes))) {
+    std::random_device rd;
+    for (auto& b : raw) b = static_cast<unsigned char>(rd());
+  }
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : raw) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+// CLI11 only knows one-letter short options, yet "-np" is what every MPI user types. Rewrite it
+// to "--np", but only before the program: the program's own arguments are not ours to touch.
+std::vector<std::string> NormalizeArgs(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (int i = 1; i < argc; ++i) {
+    std::string& a = args[i];
+    if (a == "--") break;
+    if (a == "-np" || a.rfind("-np=", 0) == 0) a.insert(0, "-");
+    if (a == "--np" || a == "-n" || a == "--coordinator" || a == "--job") {
+      ++i;  // skip the value
+    } else if (a.empty() || a[0] != '-') {
+      break;  // the program
+    }
+  }
+  return args;
+}
+
+// CLI11 cannot know about PROGRAM, which is deliberately not one of its positionals.
+class UsageFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string name) const override {
+    return "Usage: " + name + " -np N [OPTIONS] PROGRAM [ARGS...]\n";
+  }
+};
+
+// Returns the exit code if tuttirun should stop right away (help, usage errors).
+std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
+  CLI::App app{"Runs NP local ranks of PROGRAM as one tutti job.", "tuttirun"};
+  app.footer(
+      "PROGRAM [ARGS...] follow the options and are passed on untouched.\n"
+      "Each rank gets TUTTI_COORDINATOR, TUTTI_JOB, TUTTI_TOKEN, TUTTI_RANK and TUTTI_SIZE;\n"
+      "its output lines are prefixed with \"[rank] \". Exits with the first failing rank's\n"
+      "status (128+N for signal N) after stopping the others.");
+  app.formatter(std::make_shared<UsageFormatter>());
+  app.add_option("-n,--np", opts.np, "Number of ranks (-np also accepted)")->required();
+  app.add_option("--coordinator", opts.coordinator,
+                 "Coordinator endpoint, e.g. tcp://host:port (default: start one in-process)");
+  app.add_option("--job", opts.job, "Job id (default: a fresh tuttirun-<hex> id)");
+  // Everything from PROGRAM on is left unparsed, leading dashes included.
+  app.prefix_command();
+
+  std::vector<std::string> args = NormalizeArgs(argc, argv);
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  try {
+    app.parse(static_cast<int>(cargs.size()), cargs.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kUsageError;
+  }
+
+  opts.command = app.remaining();
+  // CLI11 leaves the "--" that may separate our options from the program.
+  if (!opts.command.empty() && opts.command[0] == "--") opts.command.erase(opts.command.begin());
+  std::string problem;
+  if (opts.np < 1) {
+    problem = "-np must be at least 1";
+  } else if (opts.command.empty()) {
+    problem = "no program given";
+  } else if (opts.command[0].size() > 1 && opts.command[0][0] == '-') {
+    // prefix_command() stops at the first unknown option too; a typo must not become PROGRAM.
+    problem = "unknown option " + opts.command[0];
+  } else if (app.count("--coordinator") && opts.coordinator.empty()) {
+    problem = "--coordinator must not be empty";
+  } else if (app.count("--job") && opts.job.empty()) {
+    problem = "--job must not be empty";
+  }
+  if (!problem.empty()) {
+    Say(problem + "\nRun with --help for more information.");
+    return kUsageError;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> RankEnvironment(const Options& opts, const std::string& coordinator,
+                                         const std::string& token, int rank) {
+  std::vector<std::pair<std::string, std::string>> ours = {
+      {"TUTTI_COORDINATOR", coordinator}, {"TUTTI_JOB", opts.job},
+      {"TUTTI_TOKEN", token},             {"TUTTI_RANK", std::to_string(rank)},
+      {"TUTTI_SIZE", std::to_string(opts.np)}};
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    bool overridden = false;
+    for (const auto& [key, value] : ours) {
+      overridden |= kv.size() > key.size() && kv.substr(0, key.size()) == key &&
+                    kv[key.size()] == '=';
+    }
+    if (!overridden) env.emplace_back(kv);
+  }
+  for (const auto& [key, value] : ours) env.push_back(key + "=" + value);
+  return env;
+}
+
+// The exit status tuttirun reports for a rank, in the shell's convention.
+int ExitCode(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+std::string Describe(int wait_status) {
+  if (WIFSIGNALED(wait_status)) {
+    return "was killed by signal " + std::to_string(WTERMSIG(wait_status));
+  }
+  return "exited with status " + std::to_string(ExitCode(wait_status));
+}
+
+// Owns the embedded coordinator's thread so that every exit path stops and joins it.
+class EmbeddedCoordinator {
+ public:
+  EmbeddedCoordinator() : coordinator_(tutti::server::CoordinatorOptions{}) {
+    thread_ = std::thread([this] {
+      try {
+        coordinator_.Run();
+      } catch (const std::exception& e) {
+        // The ranks will fail to reach it and report that; say why here.
+        Say(std::string("embedded coordinator stopped: ") + e.what());
+      }
+    });
+  }
+  ~EmbeddedCoordinator() {
+    coordinator_.Stop();
+    thread_.join();
+  }
+  const std::string& endpoint() const { return coordinator_.endpoint(); }
+
+ private:
+  tutti::server::Coordinator coordinator_;
+  std::thread thread_;
+};
+
+void InstallSignalHandlers(int wake_write_fd) {
+  g_wake_write_fd = wake_write_fd;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  ::sigaction(SIGCHLD, &sa, nullptr);
+  // A closed stdout must not kill tuttirun while it still has ranks to reap.
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  ::sigaction(SIGPIPE, &ign, nullptr);
+}
+
+// Supervises started ranks until every one is reaped and its output forwarded.
+class Supervisor {
+ public:
+  Supervisor(std::vector<std::unique_ptr<RankProcess>>& ranks, int wake_read_fd)
+      : ranks_(ranks), wake_fd_(wake_read_fd) {}
+
+  // The first reason to stop decides the exit code; later ones only add urgency.
+  void BeginStop(int exit_code, int sig) {
+    if (!stopping_) {
+      stopping_ = true;
+      exit_code_ = exit_code;
+      kill_at_ = Clock::now() + kGracePeriod;
+    }
+    for (auto& r : ranks_) r->Signal(sig);
+  }
+
+  int Run() {
+    while (!Done()) {
+      std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
+      std::vector<std::pair<RankProcess*, Stream>> owners{{nullptr, Stream::kOut}};
+      for (auto& r : ranks_) {
+        for (Stream s : {Stream::kOut, Stream::kErr}) {
+          if (r->fd(s) < 0) continue;
+          fds.push_back({r->fd(s), POLLIN, 0});
+          owners.emplace_back(r.get(), s);
+        }
+      }
+      if (::poll(fds.data(), fds.size(), PollTimeoutMs()) < 0 && errno != EINTR) {
+        Say(std::string("poll: ") + std::strerror(errno));
+        BeginStop(1, SIGKILL);
+      }
+      if (fds[0].revents) HandleSignals();
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (fds[i].revents) owners[i].first->ReadAvailable(owners[i].second, sink_);
+      }
+      ReapExited();
+      if (g_output_closed && !stopping_) {
+        // Like a shell pipeline: once the reader is gone, the writers go too.
+        Say("output closed; stopping the ranks");
+        BeginStop(128 + SIGPIPE, SIGTERM);
+      }
+      if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
+        for (auto& r : ranks_) {
+          if (r->running()) Say("rank " + std::to_string(r->rank()) + " did not stop; killing it");
+        }
+        Escalate();
+      }
+    }
+    return exit_code_;
+  }
+
+ private:
+  bool Done() const {
+    for (auto& r : ranks_) {
+      if (r->running() || r->streams_open()) return false;
+    }
+    return true;
+  }
+
+  int PollTimeoutMs() const {
+    if (!stopping_ || killed_) return -1;
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(kill_at_ - Clock::now()).count();
+    return left < 0 ? 0 : static_cast<int>(left);
+  }
+
+  void Escalate() {
+    killed_ = true;
+    for (auto& r : ranks_) r->Signal(SIGKILL);
+  }
+
+  void HandleSignals() {
+    unsigned char buf[64];
+    ssize_t n;
+    while ((n = ::read(wake_fd_, buf, sizeof buf)) > 0) {
+      for (ssize_t i = 0; i < n; ++i) {
+        const int sig = buf[i];
+        if (sig == SIGCHLD) continue;  // ReapExited() runs on every iteration anyway
+        if (stopping_) {
+          // A second Ctrl-C means "now": do not make the user wait out the grace period.
+          Say("received signal " + std::to_string(sig) + " again; killing the ranks");
+          Escalate();
+        } else {
+          Say("received signal " + std::to_string(sig) + "; stopping the ranks");
+          BeginStop(128 + sig, sig);
+        }
+      }
+    }
+  }
+
+  void ReapExited() {
+    for (auto& r : ranks_) {
+      if (!r->running() || !r->TryReap()) continue;
+      r->Drain(sink_);  // its output before our verdict on it
+      const int status = r->wait_status();
+      if (stopping_ || ExitCode(status) == 0) continue;
+      bool others = false;
+      for (auto& o : ranks_) others |= o->running();
+      Say("rank " + std::to_string(r->rank()) + " " + Describe(status) +
+          (others ? "; stopping the other ranks" : ""));
+      BeginStop(ExitCode(status), SIGTERM);
+    }
+  }
+
+  static void Forward(int rank, Stream s, std::string_view line) {
+    // One write per line: tuttirun is the only writer, so lines never interleave.
+    std::string out = "[" + std::to_string(rank) + "] ";
+    out.append(line);
+    out += '\n';
+    WriteAll(s == Stream::kOut ? STDOUT_FILENO : STDERR_FILENO, out);
+  }
+
+  std::vector<std::unique_ptr<RankProcess>>& ranks_;
+  int wake_fd_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  int exit_code_ = 0;
+  Clock::time_point kill_at_{};
+  const RankProcess::LineSink sink_ = Forward;
+};
+
+int Main(int argc, char** argv) {
+  Options opts;
+  if (auto code = ParseOptions(argc, argv, opts)) return *code;
+
+  const std::string token = RandomHex(16);
+  if (opts.job.empty()) opts.job = "tuttirun-" + RandomHex(8);
+
+  int wake[2];
+  if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+    Say(std::string("pipe: ") + std::strerror(errno));
+    return 1;
+  }
+  InstallSignalHandlers(wake[1]);
+
+  // Declared before the ranks so that it outlives them on every path.
+  std::unique_ptr<EmbeddedCoordinator> embedded;
+  std::string coordinator = opts.coordinator;
+  if (coordinator.empty()) {
+    try {
+      embedded = std::make_unique<EmbeddedCoordinator>();
+    } catch (const std::exception& e) {
+      Say(std::string("cannot start the embedded coordinator: ") + e.what());
+      return 1;
+    }
+    coordinator = embedded->endpoint();
+  }
+
+  std::vector<std::unique_ptr<RankProcess>> ranks;
+  Supervisor supervisor(ranks, wake[0]);
+  for (int rank = 0; rank < opts.np; ++rank) {
+    auto process = std::make_unique<RankProcess>(rank);
+    try {
+      process->Start(opts.command, RankEnvironment(opts, coordinator, token, rank));
+    } catch (const std::exception& e) {
+      Say("cannot start rank " + std::to_string(rank) + ": " + e.what());
+      supervisor.BeginStop(1, SIGTERM);
+      break;
+    }
+    ranks.push_back(std::move(process));
+  }
+  return supervisor.Run();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    // Unwinding has killed and reaped the ranks and stopped the coordinator by now.
+    Say(std::string("fatal: ") + e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,21 @@
+// Framing constants of the control plane and the one place frames are stamped and serialized.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tutti.pb.h"
+
+namespace tutti::wire {
+
+constexpr uint32_t kMagic = 0x54555454;  // "TUTT"
+// Bumped on any change a peer of the previous version cannot read (docs/wire-protocol.md).
+constexpr uint32_t kProtocolVersion = 1;
+// Upper bound on one frame; also the ZeroMQ ZMQ_MAXMSGSIZE of both ends.
+constexpr int64_t kMaxFrameBytes = 16 << 20;
+
+// Stamps magic and version into `frame` and serializes it.
+std::string Encode(Frame& frame);
+
+}  // namespace tutti::wire

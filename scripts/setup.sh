@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what building and testing tutti needs on a Debian 12 machine. Idempotent: only missing
+# packages are installed, and apt's lists are refreshed only when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libzmq3-dev cppzmq-dev            # control plane transport
+  libprotobuf-dev protobuf-compiler # control plane schema
+  libgtest-dev                      # tests
+  libcli11-dev                      # command-line flags
+  libspdlog-dev libfmt-dev          # logging
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "setup: all packages present"
+fi

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian machine and runs every test: the release build's full suite, then the
+# AddressSanitizer + UndefinedBehaviorSanitizer build's suite. Each stage is timed and capped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS=${JOBS:-$(nproc)}
+stage() {  # stage NAME LIMIT_SECONDS COMMAND...
+  local name=$1 limit=$2 start=$SECONDS
+  shift 2
+  echo "=== $name (limit ${limit}s)"
+  if ! timeout --kill-after=10 "$limit" "$@"; then
+    echo "=== $name FAILED after $((SECONDS - start))s"
+    exit 1
+  fi
+  echo "=== $name took $((SECONDS - start))s"
+}
+
+stage setup 900 bash scripts/setup.sh
+stage "configure release" 120 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+stage "build release" 1200 cmake --build build -j "$JOBS"
+stage "test release" 900 ctest --test-dir build --output-on-failure --timeout 300
+stage "configure asan+ubsan" 120 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTUTTI_SANITIZE=ON
+stage "build asan+ubsan" 1500 cmake --build build-asan -j "$JOBS"
+# The sanitized suite: units and the multi-process tests (label "sanitize"), where memory and
+# threading bugs of the runtime and the coordinator would show.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  stage "test asan+ubsan" 1200 ctest --test-dir build-asan --output-on-failure --timeout 300 -L sanitize
+echo "all stages passed"

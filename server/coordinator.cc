@@ -1,0 +1,125 @@
+#include "server/coordinator.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+
+#include "server/coordinator_core.h"
+
+namespace tutti::server {
+namespace {
+
+// Upper bound on one poll so that a missed wakeup could never stall deadlines for long.
+constexpr auto kMaxPoll = std::chrono::milliseconds(1000);
+
+uint64_t RandomEpoch() {
+  std::random_device device;
+  return (uint64_t{device()} << 32) | device();
+}
+
+}  // namespace
+
+struct Coordinator::Impl {
+  explicit Impl(const CoordinatorOptions& options)
+      : core(options.rendezvous_timeout_ms, RandomEpoch()), socket(context, zmq::socket_type::router) {
+    socket.set(zmq::sockopt::router_mandatory, 1);
+    socket.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
+    socket.set(zmq::sockopt::linger, 0);
+    try {
+      socket.bind(options.bind);
+    } catch (const zmq::error_t& e) {
+      throw std::runtime_error("cannot bind " + options.bind + ": " + e.what());
+    }
+    endpoint = socket.get(zmq::sockopt::last_endpoint);
+    wakeup = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wakeup < 0) throw std::runtime_error("eventfd failed");
+  }
+  ~Impl() { close(wakeup); }
+
+  void Send(Outbox& out) {
+    for (Outgoing& o : out) {
+      const std::string payload = wire::Encode(o.frame);
+      try {
+        socket.send(zmq::buffer(o.peer), zmq::send_flags::sndmore);
+        socket.send(zmq::buffer(payload), zmq::send_flags::none);
+      } catch (const zmq::error_t& e) {
+        // EHOSTUNREACH: the rank disconnected; its job learns that through liveness, not here.
+        spdlog::warn("cannot send to a rank: {}", e.what());
+      }
+    }
+    out.clear();
+  }
+
+  void Receive(Outbox& out) {
+    std::vector<zmq::message_t> parts;
+    while (true) {
+      parts.clear();
+      zmq::message_t part;
+      if (!socket.recv(part, zmq::recv_flags::dontwait)) return;
+      parts.push_back(std::move(part));
+      while (parts.back().more()) {
+        zmq::message_t next;
+        (void)socket.recv(next, zmq::recv_flags::none);
+        parts.push_back(std::move(next));
+      }
+      if (parts.size() != 2) {
+        spdlog::warn("dropped a message of {} frames (expected routing id + 1)", parts.size());
+        continue;
+      }
+      core.HandleFrame(parts[0].to_string(), parts[1].data(), parts[1].size(), Clock::now(), &out);
+      Send(out);
+    }
+  }
+
+  zmq::context_t context{1};
+  CoordinatorCore core;
+  zmq::socket_t socket;
+  std::string endpoint;
+  int wakeup = -1;
+};
+
+Coordinator::Coordinator(const CoordinatorOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {}
+
+Coordinator::~Coordinator() = default;
+
+const std::string& Coordinator::endpoint() const { return impl_->endpoint; }
+
+void Coordinator::Run() {
+  Impl& s = *impl_;
+  Outbox out;
+  zmq::pollitem_t items[] = {{s.socket.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, s.wakeup, ZMQ_POLLIN, 0}};
+  while (true) {
+    auto now = Clock::now();
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(kMaxPoll);
+    if (auto deadline = s.core.NextDeadline())
+      wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now) +
+                            std::chrono::milliseconds(1),
+                        std::chrono::milliseconds(0), wait);
+    try {
+      zmq::poll(items, 2, wait);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      continue;  // a signal: its handler called Stop(), seen on the next poll
+    }
+    if (items[1].revents & ZMQ_POLLIN) break;
+    s.Receive(out);
+    s.core.Tick(Clock::now(), &out);
+    s.Send(out);
+  }
+  spdlog::info("coordinator stopping");
+}
+
+void Coordinator::Stop() {
+  uint64_t one = 1;
+  // write(2) is async-signal-safe; a full counter already means "stop".
+  [[maybe_unused]] ssize_t n = write(impl_->wakeup, &one, sizeof(one));
+}
+
+}  // namespace tutti::server

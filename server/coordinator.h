@@ -1,0 +1,41 @@
+// Coordinator: tuttid's event loop. One thread owns one ZeroMQ ROUTER socket and a
+// CoordinatorCore; it decodes frames, feeds them to the core and sends what the core answers.
+// Embeddable: tuttirun runs one on a thread of its own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tutti::server {
+
+struct CoordinatorOptions {
+  // ZeroMQ endpoint to bind; "tcp://127.0.0.1:*" lets the OS choose the port.
+  std::string bind = "tcp://127.0.0.1:*";
+  // Rendezvous deadline for a job whose ranks do not ask for one.
+  int64_t rendezvous_timeout_ms = 60000;
+};
+
+class Coordinator {
+ public:
+  // Binds the socket; throws std::runtime_error naming the endpoint if that fails.
+  explicit Coordinator(const CoordinatorOptions& options);
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // The bound endpoint with the OS-chosen port filled in, e.g. "tcp://127.0.0.1:41234".
+  const std::string& endpoint() const;
+
+  // Serves until Stop() is called. Call from exactly one thread.
+  void Run();
+
+  // Makes Run() return soon. Callable from any thread and from a signal handler.
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tutti::server

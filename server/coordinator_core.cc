@@ -1,0 +1,132 @@
+#include "server/coordinator_core.h"
+
+#include <random>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "server/message_codec.h"
+
+namespace tutti::server {
+namespace {
+
+void Refuse(const std::string& peer, const Status& status, Outbox* out) {
+  Outgoing o{peer, {}};
+  o.frame.mutable_refusal()->mutable_error()->set_code(static_cast<int32_t>(status.code()));
+  o.frame.mutable_refusal()->mutable_error()->set_message(status.message());
+  out->push_back(std::move(o));
+}
+
+uint64_t RandomKey() {
+  std::random_device device;
+  return (uint64_t{device()} << 32) | device();
+}
+
+}  // namespace
+
+CoordinatorCore::CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch)
+    : default_rendezvous_timeout_ms_(default_rendezvous_timeout_ms), epoch_(epoch) {}
+
+void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, size_t size,
+                                  Clock::time_point now, Outbox* out) {
+  wire::Frame frame;
+  Status status = DecodeClientFrame(data, size, &frame);
+  if (!status.ok()) {
+    spdlog::warn("refused a frame of {} bytes: {}", size, status.message());
+    Refuse(peer, status, out);
+    return;
+  }
+  if (frame.has_register_()) return HandleRegister(peer, frame.register_(), now, out);
+
+  auto member = members_.find(peer);
+  if (member == members_.end()) {
+    Refuse(peer, Status(Code::kInvalidArgument, "register before sending anything else"), out);
+    return;
+  }
+  Job& job = *jobs_.at(member->second.job);
+  const int32_t rank = member->second.rank;
+  if (!job.welcomed() && !frame.has_bye()) {
+    Refuse(peer, Status(Code::kInvalidArgument, "wait for the rendezvous to complete"), out);
+    return;
+  }
+  switch (frame.body_case()) {
+    case wire::Frame::kSetAdd: job.SetAdd(rank, frame.set_add(), now, out); break;
+    case wire::Frame::kSetRemove: job.SetRemove(rank, frame.set_remove(), now, out); break;
+    case wire::Frame::kAnnounce: job.Announce(rank, frame.announce(), out); break;
+    case wire::Frame::kBye:
+      job.Leave(rank);
+      members_.erase(member);
+      if (job.everyone_left() || !job.welcomed()) {
+        spdlog::info("job '{}': {}", job.id(), job.welcomed() ? "all ranks left" : "a rank left "
+                                                                "before the rendezvous completed");
+        if (!job.welcomed()) {
+          // A half-formed job cannot complete without this rank; the others learn it at their
+          // rendezvous deadline. Keep the job so the deadline fires.
+          break;
+        }
+        DropJob(job.id());
+      }
+      break;
+    default: break;  // DecodeClientFrame admits nothing else
+  }
+}
+
+void CoordinatorCore::HandleRegister(const std::string& peer, const wire::Register& msg,
+                                     Clock::time_point now, Outbox* out) {
+  if (members_.count(peer)) {
+    Refuse(peer, Status(Code::kInvalidArgument, "this connection already registered"), out);
+    return;
+  }
+  auto it = jobs_.find(msg.job());
+  if (it == jobs_.end()) {
+    const int64_t timeout = msg.rendezvous_timeout_ms() > 0 ? msg.rendezvous_timeout_ms()
+                                                            : default_rendezvous_timeout_ms_;
+    auto job = std::make_unique<Job>(msg.job(), msg.token(), msg.size(),
+                                     now + std::chrono::milliseconds(timeout), timeout, RandomKey(),
+                                     epoch_);
+    it = jobs_.emplace(msg.job(), std::move(job)).first;
+    spdlog::info("job '{}': created by rank {}, waiting for {} ranks", msg.job(), msg.rank(),
+                 msg.size());
+  } else if (it->second->token() != msg.token()) {
+    spdlog::warn("job '{}': rank {} presented a wrong token", msg.job(), msg.rank());
+    Refuse(peer, Status(Code::kAuthFailed, fmt::format("wrong token for job '{}'", msg.job())),
+           out);
+    return;
+  }
+  Status status = it->second->Register(peer, msg, out);
+  if (!status.ok()) {
+    Refuse(peer, status, out);
+    return;
+  }
+  members_[peer] = Member{msg.job(), msg.rank()};
+  if (it->second->failed()) DropJob(msg.job());
+}
+
+void CoordinatorCore::DropJob(const std::string& id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  for (const std::string& peer : it->second->peers()) members_.erase(peer);
+  jobs_.erase(it);
+}
+
+void CoordinatorCore::Tick(Clock::time_point now, Outbox* out) {
+  std::vector<std::string> failed;
+  for (auto& [id, job] : jobs_) {
+    auto deadline = job->NextDeadline();
+    if (!deadline || *deadline > now) continue;
+    job->Tick(now, out);
+    if (job->failed()) failed.push_back(id);
+  }
+  for (const auto& id : failed) DropJob(id);
+}
+
+std::optional<Clock::time_point> CoordinatorCore::NextDeadline() const {
+  std::optional<Clock::time_point> next;
+  for (const auto& [id, job] : jobs_) {
+    auto deadline = job->NextDeadline();
+    if (deadline && (!next || *deadline < *next)) next = deadline;
+  }
+  return next;
+}
+
+}  // namespace tutti::server

@@ -1,0 +1,45 @@
+// The coordinator's logic without sockets: frames in (with the sender's routing id), frames out.
+// Keeps the jobs and which routing id belongs to which (job, rank). Single-threaded; time is passed
+// in so that tests can drive deadlines.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "server/job.h"
+
+namespace tutti::server {
+
+class CoordinatorCore {
+ public:
+  CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch);
+
+  // Handles one frame from routing id `peer`; appends the frames to send to `out`.
+  void HandleFrame(const std::string& peer, const void* data, size_t size, Clock::time_point now,
+                   Outbox* out);
+  // Fires the deadlines that passed (rendezvous, process-set changes).
+  void Tick(Clock::time_point now, Outbox* out);
+  std::optional<Clock::time_point> NextDeadline() const;
+
+  size_t job_count() const { return jobs_.size(); }
+
+ private:
+  struct Member {
+    std::string job;
+    int32_t rank;
+  };
+
+  void HandleRegister(const std::string& peer, const wire::Register& msg, Clock::time_point now,
+                      Outbox* out);
+  void DropJob(const std::string& id);
+
+  int64_t default_rendezvous_timeout_ms_;
+  uint64_t epoch_;
+  std::map<std::string, std::unique_ptr<Job>> jobs_;
+  std::map<std::string, Member> members_;  // by routing id
+};
+
+}  // namespace tutti::server

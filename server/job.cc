@@ -1,0 +1,244 @@
+#include "server/job.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+namespace tutti::server {
+namespace {
+
+std::vector<std::vector<int32_t>> StaticSets(const wire::Register& r) {
+  std::vector<std::vector<int32_t>> lists;
+  for (const auto& set : r.static_sets()) lists.emplace_back(set.ranks().begin(), set.ranks().end());
+  return lists;
+}
+
+std::string FormatLists(const std::vector<std::vector<int32_t>>& lists) {
+  std::vector<std::string> parts;
+  for (const auto& l : lists) parts.push_back(FormatRanks(l));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+void FillError(wire::Error* error, const Status& status) {
+  error->set_code(static_cast<int32_t>(status.code()));
+  error->set_message(status.message());
+}
+
+}  // namespace
+
+Job::Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
+         int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch)
+    : id_(std::move(id)),
+      token_(std::move(token)),
+      size_(size),
+      rendezvous_deadline_(rendezvous_deadline),
+      rendezvous_timeout_ms_(rendezvous_timeout_ms),
+      key_(key),
+      epoch_(epoch),
+      registrations_(size),
+      peer_of_rank_(size),
+      sets_(size) {}
+
+std::vector<std::string> Job::peers() const {
+  std::vector<std::string> peers;
+  for (const auto& p : peer_of_rank_)
+    if (!p.empty()) peers.push_back(p);
+  return peers;
+}
+
+Status Job::Register(const std::string& peer, const wire::Register& msg, Outbox* out) {
+  if (msg.size() != size_)
+    return Status(Code::kMismatch,
+                  fmt::format("rank {} joined job '{}' with world size {}, but the job has size {}",
+                              msg.rank(), id_, msg.size(), size_));
+  if (welcomed_)
+    return Status(Code::kInvalidArgument,
+                  fmt::format("job '{}' already has all its {} ranks", id_, size_));
+  if (registrations_[msg.rank()])
+    return Status(Code::kInvalidArgument,
+                  fmt::format("rank {} of job '{}' is already registered", msg.rank(), id_));
+  registrations_[msg.rank()] = msg;
+  peer_of_rank_[msg.rank()] = peer;
+  if (++registered_ == size_) Welcome(out);
+  return Status::Ok();
+}
+
+void Job::Welcome(Outbox* out) {
+  // Every rank must have given the same static sets; compare each with rank 0's.
+  const auto lists = StaticSets(*registrations_[0]);
+  for (int32_t r = 1; r < size_; ++r) {
+    const auto other = StaticSets(*registrations_[r]);
+    if (other != lists)
+      return RefuseAll(Code::kMismatch,
+                       fmt::format("static process sets differ: rank 0 gave {}, rank {} gave {}",
+                                   FormatLists(lists), r, FormatLists(other)),
+                       out);
+  }
+  std::vector<int32_t> ids;
+  Status status = sets_.DefineStatic(lists, &ids);
+  if (!status.ok()) return RefuseAll(status.code(), status.message(), out);
+
+  const std::vector<int32_t>* world = nullptr;
+  (void)sets_.Members(0, &world);
+  negotiators_.emplace(0, Negotiator(0, *world));
+  wire::Welcome base;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::vector<int32_t>* ranks = nullptr;
+    (void)sets_.Members(ids[i], &ranks);
+    negotiators_.emplace(ids[i], Negotiator(ids[i], *ranks));
+    auto* set = base.add_static_sets();
+    set->set_id(ids[i]);
+    set->mutable_ranks()->Add(ranks->begin(), ranks->end());
+  }
+  for (int32_t r = 0; r < size_; ++r) {
+    auto* peer = base.add_peers();
+    peer->set_rank(r);
+    peer->set_host(registrations_[r]->host());
+    peer->set_data_endpoint(registrations_[r]->data_endpoint());
+  }
+  base.set_job_key(key_);
+  base.set_coordinator_epoch(epoch_);
+
+  // local_rank: position among the ranks of the same host; cross_rank: position among the ranks
+  // with the same local_rank (Horovod's definitions).
+  std::vector<int32_t> local_rank(size_), local_size(size_), cross_rank(size_), cross_size(size_);
+  for (int32_t r = 0; r < size_; ++r)
+    for (int32_t q = 0; q < size_; ++q)
+      if (registrations_[q]->host() == registrations_[r]->host()) {
+        local_size[r]++;
+        if (q < r) local_rank[r]++;
+      }
+  for (int32_t r = 0; r < size_; ++r)
+    for (int32_t q = 0; q < size_; ++q)
+      if (local_rank[q] == local_rank[r]) {
+        cross_size[r]++;
+        if (q < r) cross_rank[r]++;
+      }
+  for (int32_t r = 0; r < size_; ++r) {
+    Outgoing o{peer_of_rank_[r], {}};
+    auto* welcome = o.frame.mutable_welcome();
+    *welcome = base;
+    welcome->set_local_rank(local_rank[r]);
+    welcome->set_local_size(local_size[r]);
+    welcome->set_cross_rank(cross_rank[r]);
+    welcome->set_cross_size(cross_size[r]);
+    out->push_back(std::move(o));
+  }
+  welcomed_ = true;
+  spdlog::info("job '{}': all {} ranks joined", id_, size_);
+}
+
+void Job::RefuseAll(Code code, const std::string& message, Outbox* out) {
+  spdlog::warn("job '{}': {}", id_, message);
+  for (int32_t r = 0; r < size_; ++r)
+    if (!peer_of_rank_[r].empty()) Refuse(r, Status(code, message), 0, "", out);
+  failed_ = true;
+}
+
+void Job::Refuse(int32_t rank, const Status& status, int32_t set_id, const std::string& tensor,
+                 Outbox* out) {
+  Outgoing o{peer_of_rank_[rank], {}};
+  auto* refusal = o.frame.mutable_refusal();
+  FillError(refusal->mutable_error(), status);
+  refusal->set_set_id(set_id);
+  refusal->set_tensor_name(tensor);
+  out->push_back(std::move(o));
+}
+
+void Job::SetAdd(int32_t rank, const wire::SetAdd& msg, Clock::time_point now, Outbox* out) {
+  ProcessSetTable::Events events;
+  sets_.Add(rank, msg.request_id(), {msg.ranks().begin(), msg.ranks().end()}, msg.timeout_ms(), now,
+            &events);
+  Apply(events, out);
+}
+
+void Job::SetRemove(int32_t rank, const wire::SetRemove& msg, Clock::time_point now, Outbox* out) {
+  ProcessSetTable::Events events;
+  sets_.Remove(rank, msg.request_id(), msg.set_id(), msg.timeout_ms(), now, &events);
+  Apply(events, out);
+}
+
+void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
+  for (int32_t id : events.activated) {
+    const std::vector<int32_t>* ranks = nullptr;
+    (void)sets_.Members(id, &ranks);
+    negotiators_.emplace(id, Negotiator(id, *ranks));
+    spdlog::info("job '{}': process set {} = {} added", id_, id, FormatRanks(*ranks));
+  }
+  // Tensors pending on a removed set fail before the members hear that the removal completed, so
+  // each member's requests end before its remove call returns.
+  for (int32_t id : events.removed) {
+    auto it = negotiators_.find(id);
+    std::vector<wire::Response> failed;
+    it->second.FailPending(
+        Status(Code::kSetRemoved, fmt::format("process set {} was removed", id)), &failed);
+    if (!failed.empty()) SendExecute(id, it->second, std::move(failed), out);
+    negotiators_.erase(it);
+    spdlog::info("job '{}': process set {} removed", id_, id);
+  }
+  for (auto& reply : events.replies) {
+    Outgoing o{peer_of_rank_[reply.rank], {}};
+    auto* set_reply = o.frame.mutable_set_reply();
+    set_reply->set_request_id(reply.request_id);
+    set_reply->mutable_set()->set_id(reply.set_id);
+    set_reply->mutable_set()->mutable_ranks()->Add(reply.ranks.begin(), reply.ranks.end());
+    if (!reply.status.ok()) FillError(set_reply->mutable_error(), reply.status);
+    out->push_back(std::move(o));
+  }
+}
+
+void Job::Announce(int32_t rank, const wire::Announce& msg, Outbox* out) {
+  for (const auto& set : msg.sets()) {
+    auto it = negotiators_.find(set.set_id());
+    std::vector<wire::Response> ready;
+    for (const auto& spec : set.tensors()) {
+      Status status;
+      if (it == negotiators_.end()) {
+        const std::vector<int32_t>* unused = nullptr;
+        status = sets_.Members(set.set_id(), &unused);
+      } else {
+        status = it->second.Announce(rank, spec, &ready);
+      }
+      if (!status.ok()) Refuse(rank, status, set.set_id(), spec.name(), out);
+    }
+    if (!ready.empty()) SendExecute(set.set_id(), it->second, std::move(ready), out);
+  }
+}
+
+void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::Response> responses,
+                      Outbox* out) {
+  wire::Frame frame;
+  auto* execute = frame.mutable_execute();
+  execute->set_set_id(set_id);
+  execute->set_seq(negotiator.TakeSeq());
+  for (auto& r : responses) *execute->add_responses() = std::move(r);
+  for (int32_t member : negotiator.members()) out->push_back({peer_of_rank_[member], frame});
+}
+
+void Job::Leave(int32_t rank) {
+  if (!peer_of_rank_[rank].empty()) ++left_;
+}
+
+void Job::Tick(Clock::time_point now, Outbox* out) {
+  if (!welcomed_ && !failed_ && now >= rendezvous_deadline_) {
+    std::vector<int32_t> missing;
+    for (int32_t r = 0; r < size_; ++r)
+      if (!registrations_[r]) missing.push_back(r);
+    RefuseAll(Code::kTimeout,
+              fmt::format("rendezvous of job '{}' timed out after {} ms: {}/{} ranks joined, "
+                          "missing {}",
+                          id_, rendezvous_timeout_ms_, registered_, size_, FormatRanks(missing)),
+              out);
+    return;
+  }
+  ProcessSetTable::Events events;
+  sets_.Expire(now, &events);
+  Apply(events, out);
+}
+
+std::optional<Clock::time_point> Job::NextDeadline() const {
+  if (!welcomed_) return rendezvous_deadline_;
+  return sets_.NextDeadline();
+}
+
+}  // namespace tutti::server

@@ -1,0 +1,101 @@
+#include "server/message_codec.h"
+
+#include <fmt/format.h>
+
+#include "common/dtype.h"
+
+namespace tutti::server {
+namespace {
+
+Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+
+Status ValidateRegister(const wire::Register& r) {
+  if (r.job().empty() || r.job().size() > kMaxJobIdBytes)
+    return Invalid(fmt::format("register: job id must have 1 to {} bytes", kMaxJobIdBytes));
+  if (r.size() < 1 || r.size() > kMaxWorldSize)
+    return Invalid(fmt::format("register: world size {} outside [1, {}]", r.size(), kMaxWorldSize));
+  if (r.rank() < 0 || r.rank() >= r.size())
+    return Invalid(fmt::format("register: rank {} outside [0, {})", r.rank(), r.size()));
+  if (r.static_sets_size() > kMaxStaticSets)
+    return Invalid(fmt::format("register: {} static process sets, at most {}", r.static_sets_size(),
+                               kMaxStaticSets));
+  for (const auto& set : r.static_sets())
+    if (set.ranks_size() > kMaxWorldSize)
+      return Invalid(fmt::format("register: a static process set lists {} ranks, at most {}",
+                                 set.ranks_size(), kMaxWorldSize));
+  if (r.rendezvous_timeout_ms() < 0) return Invalid("register: negative rendezvous timeout");
+  return Status::Ok();
+}
+
+Status ValidateSetAdd(const wire::SetAdd& a) {
+  if (a.ranks_size() < 1 || a.ranks_size() > kMaxWorldSize)
+    return Invalid(fmt::format("process set add: {} ranks given", a.ranks_size()));
+  if (a.timeout_ms() < 0) return Invalid("process set add: negative timeout");
+  return Status::Ok();
+}
+
+Status ValidateAnnounce(const wire::Announce& a) {
+  int total = 0;
+  for (const auto& set : a.sets()) {
+    total += set.tensors_size();
+    if (total > kMaxTensorsPerAnnounce)
+      return Invalid(fmt::format("announce: more than {} tensors", kMaxTensorsPerAnnounce));
+    for (const auto& spec : set.tensors()) TUTTI_RETURN_IF_ERROR(ValidateTensorSpec(spec));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateTensorSpec(const wire::TensorSpec& spec) {
+  if (spec.name().empty() || spec.name().size() > kMaxNameBytes)
+    return Invalid(fmt::format("tensor name must have 1 to {} bytes", kMaxNameBytes));
+  if (spec.kind() != wire::COLLECTIVE_ALLREDUCE)
+    return Invalid(fmt::format("tensor '{}': unknown collective kind {}", spec.name(),
+                               static_cast<int>(spec.kind())));
+  if (!IsValidDType(spec.dtype()))
+    return Invalid(fmt::format("tensor '{}': unknown dtype {}", spec.name(), spec.dtype()));
+  if (!IsValidReduceOp(spec.reduce_op()))
+    return Invalid(fmt::format("tensor '{}': unknown reduce op {}", spec.name(), spec.reduce_op()));
+  if (spec.shape_size() > kMaxDims)
+    return Invalid(fmt::format("tensor '{}': {} dimensions, at most {}", spec.name(),
+                               spec.shape_size(), kMaxDims));
+  // Bound the element count so byte sizes computed from it never overflow int64.
+  int64_t elements = 1;
+  for (int64_t dim : spec.shape()) {
+    if (dim < 0) return Invalid(fmt::format("tensor '{}': negative dimension {}", spec.name(), dim));
+    if (dim != 0 && elements > (int64_t{1} << 56) / dim)
+      return Invalid(fmt::format("tensor '{}': shape too large", spec.name()));
+    elements *= dim;
+  }
+  return Status::Ok();
+}
+
+Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
+  if (size > static_cast<size_t>(wire::kMaxFrameBytes))
+    return Invalid(fmt::format("frame of {} bytes exceeds the limit of {}", size,
+                               wire::kMaxFrameBytes));
+  if (!frame->ParseFromArray(data, static_cast<int>(size)))
+    return Invalid("malformed frame: not a tutti protobuf message");
+  if (frame->magic() != wire::kMagic)
+    return Invalid(fmt::format("bad magic 0x{:08x}: not a tutti client", frame->magic()));
+  if (frame->version() != wire::kProtocolVersion)
+    return Status(Code::kVersionMismatch,
+                  fmt::format("version mismatch: client {}, coordinator {}", frame->version(),
+                              wire::kProtocolVersion));
+  switch (frame->body_case()) {
+    case wire::Frame::kRegister: return ValidateRegister(frame->register_());
+    case wire::Frame::kSetAdd: return ValidateSetAdd(frame->set_add());
+    case wire::Frame::kSetRemove:
+      if (frame->set_remove().timeout_ms() < 0) return Invalid("process set remove: negative timeout");
+      return Status::Ok();
+    case wire::Frame::kAnnounce: return ValidateAnnounce(frame->announce());
+    case wire::Frame::kBye: return Status::Ok();
+    case wire::Frame::BODY_NOT_SET: return Invalid("frame has no body");
+    default:
+      return Invalid(fmt::format("frame body {} is not sent by ranks",
+                                 static_cast<int>(frame->body_case())));
+  }
+}
+
+}  // namespace tutti::server

@@ -1,0 +1,51 @@
+// Negotiation of one active process set: collects each member's announcement of a tensor and,
+// once every member announced it, checks that they agree and releases one response (the agreed
+// spec, or an error naming two disagreeing variants) to the set's ordered stream. Single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/protocol.h"
+
+namespace tutti::server {
+
+class Negotiator {
+ public:
+  Negotiator(int32_t set_id, std::vector<int32_t> members);
+
+  const std::vector<int32_t>& members() const { return members_; }
+
+  // Records `rank`'s announcement of `spec`. If that completes the tensor, appends its response to
+  // `ready`. Errors concern only the announcing rank (not a member, announced twice).
+  Status Announce(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready);
+
+  // Fails every tensor still waiting for members with `status`.
+  void FailPending(const Status& status, std::vector<wire::Response>* out);
+
+  // Sequence number for the next Execute sent to this set's members.
+  uint64_t TakeSeq() { return next_seq_++; }
+
+ private:
+  struct Pending {
+    std::vector<std::optional<wire::TensorSpec>> by_member;  // indexed like members_
+    size_t count = 0;
+  };
+
+  wire::Response Resolve(const std::string& name, const Pending& pending) const;
+
+  int32_t set_id_;
+  std::vector<int32_t> members_;
+  std::unordered_map<std::string, Pending> pending_;
+  std::vector<std::string> pending_order_;  // first-announced order, for deterministic FailPending
+  uint64_t next_seq_ = 0;
+};
+
+// "allreduce float32[4, 2] op=sum" plus any non-default scale factors and device.
+std::string DescribeSpec(const wire::TensorSpec& spec);
+
+}  // namespace tutti::server

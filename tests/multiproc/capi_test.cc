@@ -1,0 +1,300 @@
+// The C ABI's argument checks and statuses, from runtimes living in the test process itself
+// (explicit handles allow several ranks per process) against a real tuttid.
+#include <tutti/tutti.h>
+
+#include <cstdlib>
+#include <future>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "multiproc/cluster.h"
+
+namespace tutti::testing {
+namespace {
+
+std::string LastError() { return tutti_last_error(); }
+
+// `size` runtimes of one job, initialized concurrently (init returns only once all registered).
+class InProcessJob {
+ public:
+  InProcessJob(const Tuttid& tuttid, int size, int64_t timeout_ms = 20000) : job_(UniqueJobId()) {
+    std::vector<std::future<tutti_runtime_t>> pending;
+    for (int r = 0; r < size; ++r)
+      pending.push_back(std::async(std::launch::async, [&, r] {
+        tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
+        options.coordinator = tuttid.endpoint().c_str();
+        options.job = job_.c_str();
+        options.token = "t";
+        options.rank = r;
+        options.size = size;
+        options.timeout_ms = timeout_ms;
+        tutti_runtime_t rt = nullptr;
+        tutti_status_t status = tutti_init(&options, &rt);
+        EXPECT_EQ(status, TUTTI_OK) << tutti_last_error();
+        return rt;
+      }));
+    for (auto& p : pending) runtimes_.push_back(p.get());
+  }
+  ~InProcessJob() {
+    for (auto rt : runtimes_)
+      if (rt) tutti_finalize(rt);
+  }
+  tutti_runtime_t operator[](int r) const { return runtimes_[r]; }
+  tutti_status_t Finalize(int r) {
+    tutti_status_t status = tutti_finalize(runtimes_[r]);
+    runtimes_[r] = nullptr;
+    return status;
+  }
+
+ private:
+  std::string job_;
+  std::vector<tutti_runtime_t> runtimes_;
+};
+
+struct FloatTensor {
+  explicit FloatTensor(int64_t n) : values(n), shape{n} {
+    desc.data = values.data();
+    desc.dtype = TUTTI_DTYPE_FLOAT32;
+    desc.ndim = 1;
+    desc.shape = shape.data();
+  }
+  std::vector<float> values;
+  std::vector<int64_t> shape;
+  tutti_tensor_t desc = TUTTI_TENSOR_INIT;
+};
+
+TEST(CApi, VersionAndStatusStrings) {
+  int32_t version = 0;
+  ASSERT_EQ(tutti_get_version(&version), TUTTI_OK);
+  EXPECT_EQ(version, TUTTI_VERSION);
+  EXPECT_EQ(tutti_get_version(nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "version is NULL");
+  for (tutti_status_t s = TUTTI_ERR_UNSUPPORTED; s <= TUTTI_IN_PROGRESS; ++s)
+    EXPECT_EQ(std::string(tutti_status_string(s)).rfind("unknown status", 0), std::string::npos) << s;
+  EXPECT_STREQ(tutti_status_string(-999), "unknown status: not a tutti status code");
+  EXPECT_STREQ(tutti_status_string(TUTTI_ERR_PEER_LOST),
+               "peer lost: a rank of the set died or disconnected; restart or re-form the job");
+}
+
+TEST(CApi, InitArgumentErrors) {
+  EXPECT_EQ(tutti_init(nullptr, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "runtime is NULL");
+
+  tutti_runtime_t rt = nullptr;
+  tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
+  options.struct_size = 0;
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "options.struct_size is 0; initialize the struct with its _INIT macro");
+
+  options = TUTTI_INIT_OPTIONS_INIT;
+  options.header_version = TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR + 1, 0, 0);
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_VERSION_MISMATCH);
+  EXPECT_EQ(LastError(), "version mismatch: header " +
+                             std::to_string(TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR + 1, 0, 0)) +
+                             ", library " + std::to_string(TUTTI_VERSION) +
+                             "; rebuild against this library's tutti.h");
+
+  unsetenv("TUTTI_COORDINATOR");
+  options = TUTTI_INIT_OPTIONS_INIT;
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(),
+            "no coordinator: set TUTTI_COORDINATOR (e.g. tcp://127.0.0.1:5555) or "
+            "options.coordinator");
+
+  options.coordinator = "tcp://127.0.0.1:1";
+  options.rank = 2;
+  options.size = 2;
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "rank 2 outside [0, 2)");
+
+  setenv("TUTTI_RANK", "zero", 1);
+  options.rank = -1;
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "TUTTI_RANK='zero' is not an integer");
+  unsetenv("TUTTI_RANK");
+
+  options = TUTTI_INIT_OPTIONS_INIT;
+  options.coordinator = "nonsense";
+  options.rank = 0;
+  options.size = 1;
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError().rfind("cannot use coordinator endpoint 'nonsense': ", 0), 0u) << LastError();
+  EXPECT_EQ(rt, nullptr);
+}
+
+TEST(CApi, CoordinatorThatDoesNotAnswerIsReported) {
+  // A bound but silent port: tuttid started and frozen.
+  Tuttid tuttid;
+  tuttid.process().Signal(SIGSTOP);
+  tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
+  options.coordinator = tuttid.endpoint().c_str();
+  options.rank = 0;
+  options.size = 1;
+  options.timeout_ms = 200;
+  tutti_runtime_t rt = nullptr;
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_COORDINATOR_LOST);
+  EXPECT_EQ(LastError(), "coordinator lost: no answer to the registration from " +
+                             tuttid.endpoint() + " before the deadline (is tuttid running there?)");
+  tuttid.process().Signal(SIGCONT);
+}
+
+TEST(CApi, QueriesAndSetErrors) {
+  Tuttid tuttid;
+  InProcessJob job(tuttid, 2);
+  tutti_runtime_t rt0 = job[0], rt1 = job[1];
+  int32_t value = -1;
+  EXPECT_EQ(tutti_rank(rt1, &value), TUTTI_OK);
+  EXPECT_EQ(value, 1);
+  EXPECT_EQ(tutti_size(rt1, &value), TUTTI_OK);
+  EXPECT_EQ(value, 2);
+  EXPECT_EQ(tutti_rank(nullptr, &value), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "runtime is NULL");
+  EXPECT_EQ(tutti_local_size(rt0, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "out is NULL");
+
+  // Set {1}: rank 1 is its only member, so its add completes alone; rank 0 learns the id at once.
+  int32_t only_one[] = {1}, id0 = -1, id1 = -1;
+  ASSERT_EQ(tutti_process_set_add(rt0, only_one, 1, 0, &id0), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_process_set_add(rt1, only_one, 1, 0, &id1), TUTTI_OK) << LastError();
+  EXPECT_EQ(id0, 1);
+  EXPECT_EQ(id1, 1);
+
+  int32_t included = -1;
+  EXPECT_EQ(tutti_process_set_included(rt0, id0, &included), TUTTI_OK);
+  EXPECT_EQ(included, 0);
+  EXPECT_EQ(tutti_process_set_rank(rt0, id0, &value), TUTTI_ERR_NOT_A_MEMBER);
+  EXPECT_EQ(LastError(), "rank 0 is not a member of process set 1");
+  EXPECT_EQ(tutti_process_set_rank(rt1, id1, &value), TUTTI_OK);
+  EXPECT_EQ(value, 0);
+  int32_t ranks[4], count = 0;
+  EXPECT_EQ(tutti_process_set_ranks(rt0, TUTTI_WORLD, ranks, 4, &count), TUTTI_OK);
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(ranks[1], 1);
+  EXPECT_EQ(tutti_process_set_size(rt0, 9, &count), TUTTI_ERR_UNKNOWN_SET);
+  EXPECT_EQ(LastError(), "process set 9 is unknown to rank 0 (add it on this rank first)");
+
+  FloatTensor t(4);
+  tutti_request_t request = nullptr;
+  EXPECT_EQ(tutti_allreduce(rt0, "x", id0, &t.desc, &t.desc, nullptr, &request),
+            TUTTI_ERR_NOT_A_MEMBER);
+  EXPECT_EQ(LastError(), "rank 0 is not a member of process set 1");
+  EXPECT_EQ(request, nullptr);
+  EXPECT_EQ(tutti_allreduce(rt0, "x", 7, &t.desc, &t.desc, nullptr, &request), TUTTI_ERR_UNKNOWN_SET);
+  EXPECT_EQ(LastError(), "process set 7 is unknown to rank 0 (add it on this rank first)");
+
+  int32_t outside[] = {0, 5, 9}, repeated[] = {1, 0, 1};
+  EXPECT_EQ(tutti_process_set_add(rt0, outside, 3, 0, &value), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "ranks [5, 9] are outside the world of 2 ranks");
+  EXPECT_EQ(tutti_process_set_add(rt0, repeated, 3, 0, &value), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "ranks [1] are listed more than once");
+  EXPECT_EQ(tutti_process_set_add(rt0, repeated, 0, 0, &value), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "nranks is 0; a set needs a rank");
+  EXPECT_EQ(tutti_process_set_remove(rt0, TUTTI_WORLD, 0), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "the world process set (0) cannot be removed");
+  EXPECT_EQ(tutti_process_set_remove(rt0, 42, 0), TUTTI_ERR_UNKNOWN_SET);
+  EXPECT_EQ(LastError(), "process set 42 is unknown to rank 0 (add it on this rank first)");
+}
+
+TEST(CApi, AllreduceArgumentErrors) {
+  Tuttid tuttid;
+  InProcessJob job(tuttid, 2);
+  tutti_runtime_t rt = job[0];
+  FloatTensor t(4), shorter(3);
+  tutti_request_t request = nullptr;
+  auto submit = [&](const tutti_tensor_t* in, const tutti_tensor_t* out,
+                    const tutti_allreduce_options_t* options, const char* name = "x") {
+    return tutti_allreduce(rt, name, TUTTI_WORLD, in, out, options, &request);
+  };
+  EXPECT_EQ(submit(nullptr, &t.desc, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "input is NULL");
+  EXPECT_EQ(tutti_allreduce(rt, "x", 0, &t.desc, &t.desc, nullptr, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "request is NULL");
+  EXPECT_EQ(submit(&t.desc, &t.desc, nullptr, ""), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "name is empty; pass NULL for an automatic name");
+  EXPECT_EQ(submit(&t.desc, &shorter.desc, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "input has 4 elements, output 3");
+
+  tutti_tensor_t bad = t.desc;
+  bad.dtype = 99;
+  EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "input tensor has unknown dtype 99");
+  bad = t.desc;
+  bad.ndim = 17;
+  EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "input.ndim is 17, not in [0, 16]");
+  bad = t.desc;
+  bad.shape = nullptr;
+  EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "input.shape is NULL");
+  bad = t.desc;
+  bad.device_type = TUTTI_DEVICE_CUDA;
+  EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_UNSUPPORTED);
+  EXPECT_EQ(LastError(), "input tensor is on a device; this build runs CPU tensors only");
+
+  tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  options.reduce_op = 0;
+  EXPECT_EQ(submit(&t.desc, &t.desc, &options), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "unknown reduce op 0");
+
+  std::vector<int32_t> ints(4);
+  int64_t shape[] = {4};
+  tutti_tensor_t int_tensor = TUTTI_TENSOR_INIT;
+  int_tensor.data = ints.data();
+  int_tensor.dtype = TUTTI_DTYPE_INT32;
+  int_tensor.ndim = 1;
+  int_tensor.shape = shape;
+  options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  options.prescale_factor = 0.5;
+  EXPECT_EQ(submit(&int_tensor, &int_tensor, &options), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "prescale and postscale factors apply to floating types only, not int32");
+
+  // An options struct from an older caller (only struct_size and reduce_op) gets defaults.
+  tutti_allreduce_options_t old = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  old.struct_size = offsetof(tutti_allreduce_options_t, prescale_factor);
+  old.reduce_op = TUTTI_OP_MAX;
+  old.prescale_factor = 123.0;  // beyond the struct_size: must be ignored
+  ASSERT_EQ(submit(&t.desc, &t.desc, &old, "old"), TUTTI_OK) << LastError();
+
+  // Duplicate pending name; a wait that times out leaves the request pending.
+  tutti_request_t first = request;
+  EXPECT_EQ(submit(&t.desc, &t.desc, nullptr, "old"), TUTTI_ERR_DUPLICATE_NAME);
+  EXPECT_EQ(LastError(), "a request named 'old' is already pending on process set 0");
+  EXPECT_EQ(tutti_request_test(first), TUTTI_IN_PROGRESS);
+  EXPECT_EQ(tutti_request_wait(first, 50), TUTTI_ERR_TIMEOUT);
+  EXPECT_EQ(LastError(), "wait for 'old' timed out after 50 ms; the request is still pending");
+
+  // Rank 1 joins with the same op: the old caller's defaults (no scaling) must have applied.
+  FloatTensor other(4);
+  for (int i = 0; i < 4; ++i) {
+    t.values[i] = static_cast<float>(i);
+    other.values[i] = 10.0f;
+  }
+  tutti_allreduce_options_t max = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  max.reduce_op = TUTTI_OP_MAX;
+  tutti_request_t second = nullptr;
+  ASSERT_EQ(tutti_allreduce(job[1], "old", TUTTI_WORLD, &other.desc, &other.desc, &max, &second), TUTTI_OK);
+  EXPECT_EQ(tutti_request_wait(first, -1), TUTTI_OK) << LastError();
+  EXPECT_EQ(tutti_request_wait(second, -1), TUTTI_OK) << LastError();
+  EXPECT_EQ(t.values, std::vector<float>(4, 10.0f));
+  EXPECT_EQ(tutti_request_free(first), TUTTI_OK);
+  EXPECT_EQ(tutti_request_free(second), TUTTI_OK);
+  EXPECT_EQ(tutti_request_wait(nullptr, 0), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "request is NULL");
+}
+
+TEST(CApi, FinalizeFailsPendingRequests) {
+  Tuttid tuttid;
+  InProcessJob job(tuttid, 2);
+  FloatTensor t(4);
+  tutti_request_t request = nullptr;
+  ASSERT_EQ(tutti_allreduce(job[0], "never", TUTTI_WORLD, &t.desc, &t.desc, nullptr, &request), TUTTI_OK);
+  ASSERT_EQ(job.Finalize(0), TUTTI_OK);
+  EXPECT_EQ(tutti_request_wait(request, 1000), TUTTI_ERR_SHUT_DOWN);
+  EXPECT_EQ(LastError(), "the runtime was finalized while the request was pending");
+  EXPECT_EQ(tutti_request_free(request), TUTTI_OK);
+}
+
+}  // namespace
+}  // namespace tutti::testing

@@ -1,0 +1,57 @@
+#include "multiproc/cluster.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+namespace tutti::testing {
+
+Tuttid::Tuttid(std::vector<std::string> extra_args) {
+  std::vector<std::string> argv = {TUTTID_PATH, "--bind", "tcp://127.0.0.1:*", "--log-level", "warn"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  process_ = std::make_unique<Process>(argv, std::map<std::string, std::string>{});
+  auto endpoint = process_->ReadUntil("tuttid listening on ", In(30));
+  if (!endpoint) throw std::runtime_error("tuttid did not start: " + process_->transcript());
+  endpoint_ = *endpoint;
+}
+
+std::string UniqueJobId() {
+  static std::atomic<int> counter{0};
+  return "test-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+std::vector<std::unique_ptr<Process>> StartRanks(const Tuttid& tuttid, const std::string& scenario,
+                                                 RankOptions options,
+                                                 std::vector<std::string> args) {
+  if (options.job.empty()) options.job = UniqueJobId();
+  if (options.ranks.empty())
+    for (int r = 0; r < options.size; ++r) options.ranks.push_back(r);
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r : options.ranks) {
+    std::map<std::string, std::string> env = options.env;
+    env["TUTTI_COORDINATOR"] = tuttid.endpoint();
+    env["TUTTI_JOB"] = options.job;
+    env["TUTTI_TOKEN"] = options.token;
+    env["TUTTI_RANK"] = std::to_string(r);
+    env["TUTTI_SIZE"] = std::to_string(options.size);
+    env["TUTTI_TIMEOUT_MS"] = std::to_string(options.timeout_ms);
+    std::vector<std::string> argv = {WORKER_PATH, scenario};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ranks.push_back(std::make_unique<Process>(argv, env));
+  }
+  return ranks;
+}
+
+void ExpectAllSucceed(std::vector<std::unique_ptr<Process>>& ranks, int seconds) {
+  const auto deadline = In(seconds);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    auto status = ranks[i]->Wait(deadline);
+    ASSERT_TRUE(status.has_value()) << "process " << i << " still running:\n" << ranks[i]->transcript();
+    EXPECT_EQ(*status, 0) << "process " << i << " failed:\n" << ranks[i]->transcript();
+  }
+}
+
+}  // namespace tutti::testing

@@ -1,0 +1,46 @@
+// A real tuttid and real worker processes on loopback, as the multi-process tests use them.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "multiproc/process.h"
+
+namespace tutti::testing {
+
+// tuttid on an OS-chosen port; its endpoint is read from its first output line.
+class Tuttid {
+ public:
+  explicit Tuttid(std::vector<std::string> extra_args = {});
+  const std::string& endpoint() const { return endpoint_; }
+  Process& process() { return *process_; }
+
+ private:
+  std::unique_ptr<Process> process_;
+  std::string endpoint_;
+};
+
+struct RankOptions {
+  std::string job;                          // default: a fresh unique id
+  std::string token = "secret";
+  int size = 4;
+  std::vector<int> ranks;                   // which ranks to start; default: all
+  std::map<std::string, std::string> env;   // extra environment
+  int64_t timeout_ms = 60000;
+};
+
+// Starts `tutti_test_worker SCENARIO args...` as the ranks of one job. Index i of the result is
+// the i-th started rank.
+std::vector<std::unique_ptr<Process>> StartRanks(const Tuttid& tuttid, const std::string& scenario,
+                                                 RankOptions options,
+                                                 std::vector<std::string> args = {});
+
+// A job id no other test of this run uses.
+std::string UniqueJobId();
+
+// Waits for every process to exit and expects status 0, printing transcripts otherwise.
+void ExpectAllSucceed(std::vector<std::unique_ptr<Process>>& ranks, int seconds = 120);
+
+}  // namespace tutti::testing

@@ -1,0 +1,121 @@
+// Frame decoding and validation, driven directly with bytes (no sockets).
+#include <gtest/gtest.h>
+
+#include "server/message_codec.h"
+
+namespace tutti::server {
+namespace {
+
+Status Decode(wire::Frame frame, bool stamp = true) {
+  std::string bytes = stamp ? wire::Encode(frame) : frame.SerializeAsString();
+  wire::Frame out;
+  return DecodeClientFrame(bytes.data(), bytes.size(), &out);
+}
+
+wire::Frame ValidRegister() {
+  wire::Frame frame;
+  auto* r = frame.mutable_register_();
+  r->set_job("job");
+  r->set_rank(1);
+  r->set_size(4);
+  return frame;
+}
+
+wire::Frame AnnounceOf(const wire::TensorSpec& spec) {
+  wire::Frame frame;
+  *frame.mutable_announce()->add_sets()->add_tensors() = spec;
+  return frame;
+}
+
+wire::TensorSpec ValidSpec() {
+  wire::TensorSpec spec;
+  spec.set_name("grad");
+  spec.set_kind(wire::COLLECTIVE_ALLREDUCE);
+  spec.set_dtype(3);
+  spec.set_reduce_op(1);
+  spec.add_shape(4);
+  return spec;
+}
+
+void ExpectError(const Status& status, Code code, const std::string& message) {
+  EXPECT_EQ(status.code(), code) << status.message();
+  EXPECT_EQ(status.message(), message);
+}
+
+TEST(MessageCodec, AcceptsValidFrames) {
+  EXPECT_TRUE(Decode(ValidRegister()).ok());
+  EXPECT_TRUE(Decode(AnnounceOf(ValidSpec())).ok());
+  wire::Frame bye;
+  bye.mutable_bye();
+  EXPECT_TRUE(Decode(bye).ok());
+}
+
+TEST(MessageCodec, RefusesGarbageAndForeignFrames) {
+  const char garbage[] = "\xff\xff\xff\xff\xff\xff\xff";
+  wire::Frame out;
+  ExpectError(DecodeClientFrame(garbage, sizeof(garbage), &out), Code::kInvalidArgument,
+              "malformed frame: not a tutti protobuf message");
+  ExpectError(Decode(ValidRegister(), /*stamp=*/false), Code::kInvalidArgument,
+              "bad magic 0x00000000: not a tutti client");
+  wire::Frame empty;
+  ExpectError(Decode(empty), Code::kInvalidArgument, "frame has no body");
+  wire::Frame welcome;
+  welcome.mutable_welcome();
+  ExpectError(Decode(welcome), Code::kInvalidArgument, "frame body 11 is not sent by ranks");
+  std::string huge(static_cast<size_t>(wire::kMaxFrameBytes) + 1, 'x');
+  ExpectError(DecodeClientFrame(huge.data(), huge.size(), &out), Code::kInvalidArgument,
+              "frame of 16777217 bytes exceeds the limit of 16777216");
+}
+
+TEST(MessageCodec, RefusesOtherProtocolVersions) {
+  wire::Frame frame = ValidRegister();
+  frame.set_magic(wire::kMagic);
+  frame.set_version(wire::kProtocolVersion + 1);
+  ExpectError(Decode(frame, /*stamp=*/false), Code::kVersionMismatch,
+              "version mismatch: client 2, coordinator 1");
+}
+
+TEST(MessageCodec, ChecksRegistrationRanges) {
+  wire::Frame frame = ValidRegister();
+  frame.mutable_register_()->set_rank(4);
+  ExpectError(Decode(frame), Code::kInvalidArgument, "register: rank 4 outside [0, 4)");
+  frame = ValidRegister();
+  frame.mutable_register_()->set_size(0);
+  ExpectError(Decode(frame), Code::kInvalidArgument, "register: world size 0 outside [1, 1048576]");
+  frame = ValidRegister();
+  frame.mutable_register_()->set_job("");
+  ExpectError(Decode(frame), Code::kInvalidArgument, "register: job id must have 1 to 256 bytes");
+  frame = ValidRegister();
+  auto* set = frame.mutable_register_()->add_static_sets();
+  for (int i = 0; i <= kMaxWorldSize; ++i) set->add_ranks(i);
+  ExpectError(Decode(frame), Code::kInvalidArgument,
+              "register: a static process set lists 1048577 ranks, at most 1048576");
+}
+
+TEST(MessageCodec, ChecksTensorSpecs) {
+  auto spec = ValidSpec();
+  spec.set_dtype(42);
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument, "tensor 'grad': unknown dtype 42");
+  spec = ValidSpec();
+  spec.set_reduce_op(9);
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument, "tensor 'grad': unknown reduce op 9");
+  spec = ValidSpec();
+  spec.set_kind(static_cast<wire::CollectiveKind>(77));
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument,
+              "tensor 'grad': unknown collective kind 77");
+  spec = ValidSpec();
+  spec.add_shape(-3);
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument, "tensor 'grad': negative dimension -3");
+  spec = ValidSpec();
+  for (int i = 0; i < 4; ++i) spec.add_shape(int64_t{1} << 20);
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument, "tensor 'grad': shape too large");
+  spec = ValidSpec();
+  for (int i = 0; i < 16; ++i) spec.add_shape(1);
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument, "tensor 'grad': 17 dimensions, at most 16");
+  spec = ValidSpec();
+  spec.set_name("");
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument, "tensor name must have 1 to 1024 bytes");
+}
+
+}  // namespace
+}  // namespace tutti::server

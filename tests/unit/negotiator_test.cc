@@ -1,0 +1,76 @@
+// Per-set negotiation: completion, agreement checks, errors for the announcing rank.
+#include <gtest/gtest.h>
+
+#include "server/negotiator.h"
+
+namespace tutti::server {
+namespace {
+
+wire::TensorSpec Spec(const std::string& name, int64_t n) {
+  wire::TensorSpec spec;
+  spec.set_name(name);
+  spec.set_kind(wire::COLLECTIVE_ALLREDUCE);
+  spec.set_dtype(3);
+  spec.set_reduce_op(1);
+  spec.set_prescale(1.0);
+  spec.set_postscale(1.0);
+  spec.add_shape(n);
+  return spec;
+}
+
+TEST(Negotiator, ReleasesWhenEveryMemberAnnounced) {
+  Negotiator n(3, {1, 4, 6});
+  std::vector<wire::Response> ready;
+  ASSERT_TRUE(n.Announce(4, Spec("a", 2), &ready).ok());
+  ASSERT_TRUE(n.Announce(1, Spec("b", 2), &ready).ok());
+  ASSERT_TRUE(n.Announce(6, Spec("a", 2), &ready).ok());
+  EXPECT_TRUE(ready.empty());
+  ASSERT_TRUE(n.Announce(1, Spec("a", 2), &ready).ok());
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].spec().name(), "a");
+  EXPECT_FALSE(ready[0].has_error());
+  EXPECT_EQ(n.TakeSeq(), 0u);
+  EXPECT_EQ(n.TakeSeq(), 1u);
+}
+
+TEST(Negotiator, MismatchNamesBothVariants) {
+  Negotiator n(0, {0, 1, 2});
+  std::vector<wire::Response> ready;
+  auto scaled = Spec("g", 4);
+  scaled.set_postscale(0.5);
+  ASSERT_TRUE(n.Announce(0, Spec("g", 4), &ready).ok());
+  ASSERT_TRUE(n.Announce(2, scaled, &ready).ok());
+  ASSERT_TRUE(n.Announce(1, Spec("g", 4), &ready).ok());
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].error().code(), static_cast<int>(Code::kMismatch));
+  EXPECT_EQ(ready[0].error().message(),
+            "mismatched 'g' on process set 0: rank 0 sent allreduce float32[4] op=sum, rank 2 sent "
+            "allreduce float32[4] op=sum postscale=0.5");
+}
+
+TEST(Negotiator, ErrorsConcernOnlyTheAnnouncingRank) {
+  Negotiator n(2, {0, 1});
+  std::vector<wire::Response> ready;
+  Status status = n.Announce(5, Spec("x", 1), &ready);
+  EXPECT_EQ(status.code(), Code::kNotAMember);
+  EXPECT_EQ(status.message(), "rank 5 is not a member of process set 2");
+  ASSERT_TRUE(n.Announce(0, Spec("x", 1), &ready).ok());
+  status = n.Announce(0, Spec("x", 1), &ready);
+  EXPECT_EQ(status.code(), Code::kDuplicateName);
+  EXPECT_EQ(status.message(), "rank 0 announced 'x' twice on process set 2");
+}
+
+TEST(Negotiator, FailPendingInFirstAnnouncedOrder) {
+  Negotiator n(7, {0, 1});
+  std::vector<wire::Response> out;
+  ASSERT_TRUE(n.Announce(1, Spec("second", 1), &out).ok());
+  ASSERT_TRUE(n.Announce(0, Spec("first", 1), &out).ok());
+  n.FailPending(Status(Code::kSetRemoved, "process set 7 was removed"), &out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].spec().name(), "second");
+  EXPECT_EQ(out[1].error().message(), "process set 7 was removed while 'first' was pending");
+  EXPECT_EQ(out[1].error().code(), static_cast<int>(Code::kSetRemoved));
+}
+
+}  // namespace
+}  // namespace tutti::server

@@ -1,0 +1,499 @@
+// A rank for the multi-process tests. Uses tutti.h alone, like any application. The scenario is
+// argv[1]; the harness reads this program's output lines and, where a scenario must wait for the
+// harness, writes lines to its stdin. Every line is flushed at once.
+//
+// Output lines: "ready", "fail <what>: <status> <message>", and scenario-specific lines documented
+// with each scenario. Exit status 0 means the scenario's own checks passed.
+#include <tutti/tutti.h>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+tutti_runtime_t rt = nullptr;
+int32_t my_rank = -1, world_size = 0;
+
+void Say(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+[[noreturn]] void Die(const char* what, tutti_status_t status) {
+  Say("fail %s: %d %s", what, status, tutti_last_error());
+  std::exit(1);
+}
+
+void Check(const char* what, tutti_status_t status) {
+  if (status != TUTTI_OK) Die(what, status);
+}
+
+void AwaitGo() {
+  std::string line;
+  if (!std::getline(std::cin, line) || line != "go") {
+    Say("fail: expected 'go' on stdin");
+    std::exit(1);
+  }
+}
+
+std::vector<int32_t> ParseRanks(const char* text) {
+  std::vector<int32_t> ranks;
+  for (const char* p = text; *p;) {
+    ranks.push_back(static_cast<int32_t>(std::strtol(p, const_cast<char**>(&p), 10)));
+    if (*p == ',') ++p;
+  }
+  return ranks;
+}
+
+// Static sets from TEST_STATIC_SETS="0,1;2,3".
+void Init() {
+  tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
+  std::vector<int32_t> sizes, flat;
+  if (const char* spec = std::getenv("TEST_STATIC_SETS")) {
+    std::string text(spec);
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = text.find(';', start);
+      if (end == std::string::npos) end = text.size();
+      auto ranks = ParseRanks(text.substr(start, end - start).c_str());
+      sizes.push_back(static_cast<int32_t>(ranks.size()));
+      flat.insert(flat.end(), ranks.begin(), ranks.end());
+      start = end + 1;
+    }
+    options.num_static_sets = static_cast<int32_t>(sizes.size());
+    options.static_set_sizes = sizes.data();
+    options.static_set_ranks = flat.data();
+  }
+  Check("init", tutti_init(&options, &rt));
+  Check("rank", tutti_rank(rt, &my_rank));
+  Check("size", tutti_size(rt, &world_size));
+}
+
+struct Tensor {
+  std::vector<char> bytes;
+  std::vector<int64_t> shape;
+  tutti_tensor_t desc = TUTTI_TENSOR_INIT;
+
+  Tensor(int32_t dtype, int64_t count, size_t element) : bytes(count * element), shape{count} {
+    desc.data = bytes.data();
+    desc.dtype = dtype;
+    desc.ndim = 1;
+    desc.shape = shape.data();
+  }
+  template <typename T>
+  T* as() { return reinterpret_cast<T*>(bytes.data()); }
+};
+
+// Submits and waits; on failure prints "status <name> <code> <message>" and returns the status
+// with the message kept in `last_failure` (freeing the request clears tutti_last_error()).
+std::string last_failure;
+tutti_status_t Allreduce(const char* name, int32_t set, Tensor& t, int32_t op = TUTTI_OP_SUM,
+                         double prescale = 1.0, double postscale = 1.0) {
+  tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  options.reduce_op = op;
+  options.prescale_factor = prescale;
+  options.postscale_factor = postscale;
+  tutti_request_t request = nullptr;
+  tutti_status_t status = tutti_allreduce(rt, name, set, &t.desc, &t.desc, &options, &request);
+  if (status == TUTTI_OK) {
+    status = tutti_request_wait(request, -1);
+    last_failure = tutti_last_error();
+    tutti_request_free(request);
+  } else {
+    last_failure = tutti_last_error();
+  }
+  if (status != TUTTI_OK) Say("status %s %d %s", name, status, last_failure.c_str());
+  return status;
+}
+
+// One float32 allreduce of (rank + i) values on `set`, checked against the members' sum.
+void SumOnSet(const char* name, int32_t set, int64_t count = 1000) {
+  Tensor t(TUTTI_DTYPE_FLOAT32, count, 4);
+  for (int64_t i = 0; i < count; ++i) t.as<float>()[i] = static_cast<float>(my_rank + i);
+  Check(name, Allreduce(name, set, t));
+  int32_t members[1024], n = 0;
+  Check("ranks", tutti_process_set_ranks(rt, set, members, 1024, &n));
+  int64_t rank_sum = 0;
+  for (int32_t i = 0; i < n; ++i) rank_sum += members[i];
+  for (int64_t i = 0; i < count; ++i)
+    if (t.as<float>()[i] != static_cast<float>(rank_sum + n * i)) {
+      Say("fail %s: element %lld is %f, expected %lld", name, static_cast<long long>(i),
+          t.as<float>()[i], static_cast<long long>(rank_sum + n * i));
+      std::exit(1);
+    }
+}
+
+// ---- value helpers for the dtype matrix ----------------------------------------------------------
+uint16_t ToHalf(float f) {  // exact for the small integers used here
+  if (f == 0) return 0;
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  uint32_t sign = (bits >> 16) & 0x8000, exponent = ((bits >> 23) & 0xff) - 127 + 15;
+  return static_cast<uint16_t>(sign | (exponent << 10) | ((bits >> 13) & 0x3ff));
+}
+float FromHalf(uint16_t h) {
+  if ((h & 0x7fff) == 0) return 0;
+  uint32_t sign = (h & 0x8000u) << 16, exponent = ((h >> 10) & 0x1f) - 15 + 127;
+  uint32_t bits = sign | (exponent << 23) | ((h & 0x3ffu) << 13);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+uint16_t ToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return static_cast<uint16_t>(bits >> 16);
+}
+float FromBf16(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// The value rank r contributes at index i: small integers (exact in every dtype), some negative.
+double Contribution(int32_t r, int64_t i, int32_t op) {
+  if (op == TUTTI_OP_PRODUCT) return 1 + (r + i) % 3;       // products stay small
+  return static_cast<double>((r * 7 + i * 3) % 11) - 5;     // in [-5, 5]
+}
+
+double Expected(int64_t i, int32_t op, int32_t dtype) {
+  double acc = Contribution(0, i, op);
+  for (int32_t r = 1; r < world_size; ++r) {
+    double v = Contribution(r, i, op);
+    switch (op) {
+      case TUTTI_OP_SUM: case TUTTI_OP_AVERAGE: acc += v; break;
+      case TUTTI_OP_MIN: acc = std::min(acc, v); break;
+      case TUTTI_OP_MAX: acc = std::max(acc, v); break;
+      case TUTTI_OP_PRODUCT: acc *= v; break;
+    }
+  }
+  if (op == TUTTI_OP_AVERAGE) {
+    acc /= world_size;
+    if (dtype >= TUTTI_DTYPE_INT8) acc = std::trunc(acc);
+  }
+  if (dtype == TUTTI_DTYPE_UINT8) acc = static_cast<double>(static_cast<uint8_t>(static_cast<int64_t>(acc)));
+  return acc;
+}
+
+struct DTypeInfo {
+  int32_t dtype;
+  size_t size;
+  const char* name;
+  std::function<void(void*, int64_t, double)> store;
+  std::function<double(const void*, int64_t)> load;
+};
+
+template <typename T>
+DTypeInfo Plain(int32_t dtype, const char* name) {
+  return {dtype, sizeof(T), name,
+          [](void* p, int64_t i, double v) { static_cast<T*>(p)[i] = static_cast<T>(static_cast<int64_t>(v)); },
+          [](const void* p, int64_t i) { return static_cast<double>(static_cast<const T*>(p)[i]); }};
+}
+
+const std::vector<DTypeInfo>& AllDTypes() {
+  static const std::vector<DTypeInfo> all = {
+      {TUTTI_DTYPE_FLOAT16, 2, "float16",
+       [](void* p, int64_t i, double v) { static_cast<uint16_t*>(p)[i] = ToHalf(static_cast<float>(v)); },
+       [](const void* p, int64_t i) { return static_cast<double>(FromHalf(static_cast<const uint16_t*>(p)[i])); }},
+      {TUTTI_DTYPE_BFLOAT16, 2, "bfloat16",
+       [](void* p, int64_t i, double v) { static_cast<uint16_t*>(p)[i] = ToBf16(static_cast<float>(v)); },
+       [](const void* p, int64_t i) { return static_cast<double>(FromBf16(static_cast<const uint16_t*>(p)[i])); }},
+      {TUTTI_DTYPE_FLOAT32, 4, "float32",
+       [](void* p, int64_t i, double v) { static_cast<float*>(p)[i] = static_cast<float>(v); },
+       [](const void* p, int64_t i) { return static_cast<double>(static_cast<const float*>(p)[i]); }},
+      {TUTTI_DTYPE_FLOAT64, 8, "float64",
+       [](void* p, int64_t i, double v) { static_cast<double*>(p)[i] = v; },
+       [](const void* p, int64_t i) { return static_cast<const double*>(p)[i]; }},
+      Plain<int8_t>(TUTTI_DTYPE_INT8, "int8"),
+      Plain<uint8_t>(TUTTI_DTYPE_UINT8, "uint8"),
+      Plain<int32_t>(TUTTI_DTYPE_INT32, "int32"),
+      Plain<int64_t>(TUTTI_DTYPE_INT64, "int64"),
+  };
+  return all;
+}
+
+uint64_t Fnv1a(const void* data, size_t size) {
+  uint64_t hash = 1469598103934665603ull;
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ static_cast<const uint8_t*>(data)[i]) * 1099511628211ull;
+  return hash;
+}
+
+// ---- scenarios ---------------------------------------------------------------------------------
+
+// Every dtype x op on the world, checked exactly; prints "matrix ok".
+// Then float averages of pseudo-random data with scale factors; prints "hash <fnv>" that the
+// harness compares across ranks (bitwise-identical results).
+int DTypeMatrix() {
+  const int32_t ops[] = {TUTTI_OP_SUM, TUTTI_OP_AVERAGE, TUTTI_OP_MIN, TUTTI_OP_MAX, TUTTI_OP_PRODUCT};
+  const char* op_names[] = {"", "sum", "average", "min", "max", "product"};
+  const int64_t counts[] = {1, 3, 1027};
+  for (const DTypeInfo& d : AllDTypes())
+    for (int32_t op : ops)
+      for (int64_t count : counts) {
+        if (d.dtype == TUTTI_DTYPE_UINT8 && op != TUTTI_OP_PRODUCT && op != TUTTI_OP_MAX && op != TUTTI_OP_SUM)
+          continue;  // negative contributions do not fit uint8 min/average
+        Tensor t(d.dtype, count, d.size);
+        for (int64_t i = 0; i < count; ++i) {
+          double v = Contribution(my_rank, i, op);
+          if (d.dtype == TUTTI_DTYPE_UINT8) v = static_cast<double>(static_cast<uint8_t>(static_cast<int64_t>(v)));
+          d.store(t.bytes.data(), i, v);
+        }
+        std::string name = std::string(d.name) + "." + op_names[op] + "." + std::to_string(count);
+        Check(name.c_str(), Allreduce(name.c_str(), TUTTI_WORLD, t, op));
+        for (int64_t i = 0; i < count; ++i) {
+          double expected = Expected(i, op, d.dtype);
+          if (d.dtype == TUTTI_DTYPE_UINT8) {
+            // uint8 contributions wrapped mod 256: recompute in that arithmetic.
+            int64_t acc = op == TUTTI_OP_PRODUCT ? 1 : 0;
+            for (int32_t r = 0; r < world_size; ++r) {
+              uint8_t v = static_cast<uint8_t>(static_cast<int64_t>(Contribution(r, i, op)));
+              if (op == TUTTI_OP_SUM) acc = static_cast<uint8_t>(acc + v);
+              else if (op == TUTTI_OP_PRODUCT) acc = static_cast<uint8_t>(acc * v);
+              else acc = std::max<int64_t>(acc, v);
+            }
+            expected = static_cast<double>(acc);
+          }
+          double got = d.load(t.bytes.data(), i);
+          if (got != expected) {
+            Say("fail %s[%lld]: got %g, expected %g", name.c_str(), static_cast<long long>(i), got, expected);
+            return 1;
+          }
+        }
+      }
+  Say("matrix ok");
+
+  // Scale factors: (sum of 2*x) * 0.25 = average-like, exact for these values.
+  Tensor scaled(TUTTI_DTYPE_FLOAT32, 17, 4);
+  for (int i = 0; i < 17; ++i) scaled.as<float>()[i] = static_cast<float>(my_rank + i);
+  Check("scaled", Allreduce("scaled", TUTTI_WORLD, scaled, TUTTI_OP_SUM, 2.0, 0.25));
+  int64_t rank_sum = static_cast<int64_t>(world_size) * (world_size - 1) / 2;
+  for (int i = 0; i < 17; ++i) {
+    float expected = static_cast<float>((rank_sum + world_size * i) * 2 * 0.25);
+    if (scaled.as<float>()[i] != expected) {
+      Say("fail scaled[%d]: got %f, expected %f", i, scaled.as<float>()[i], expected);
+      return 1;
+    }
+  }
+  Say("scaled ok");
+
+  // Bitwise identity: rounding-sensitive random data, averaged; every rank must print one hash.
+  for (int32_t dtype : {TUTTI_DTYPE_FLOAT32, TUTTI_DTYPE_FLOAT64, TUTTI_DTYPE_FLOAT16, TUTTI_DTYPE_BFLOAT16}) {
+    const DTypeInfo& d = AllDTypes()[dtype - 1];
+    Tensor t(dtype, 100003, d.size);
+    uint64_t state = 0x9e3779b97f4a7c15ull * (my_rank + 1);
+    for (int64_t i = 0; i < 100003; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      d.store(t.bytes.data(), i, static_cast<double>(state >> 11) / 9007199254740992.0 * 3.0 - 1.5);
+    }
+    std::string name = std::string("random.") + d.name;
+    Check(name.c_str(), Allreduce(name.c_str(), TUTTI_WORLD, t, TUTTI_OP_AVERAGE, 1.0, 1.5));
+    Say("hash %s %016llx", d.name, static_cast<unsigned long long>(Fnv1a(t.bytes.data(), t.bytes.size())));
+  }
+  return 0;
+}
+
+// Static sets (TEST_STATIC_SETS="0,1;2,3") or added ones: each pair allreduces 20 times on its own
+// set while every rank also allreduces on the world. Prints "sets ok".
+int DisjointSets(bool added) {
+  int32_t mine = -1;
+  if (added) {
+    int32_t low[] = {0, 1}, high[] = {2, 3}, id_low, id_high;
+    Check("add low", tutti_process_set_add(rt, low, 2, 0, &id_low));
+    Check("add high", tutti_process_set_add(rt, high, 2, 0, &id_high));
+    mine = my_rank < 2 ? id_low : id_high;
+  } else {
+    mine = my_rank < 2 ? 1 : 2;
+  }
+  Say("set %d", mine);
+  for (int i = 0; i < 20; ++i) {
+    std::string set_name = "pair." + std::to_string(i), world_name = "world." + std::to_string(i);
+    Tensor a(TUTTI_DTYPE_INT32, 5000, 4), b(TUTTI_DTYPE_INT32, 300, 4);
+    for (int j = 0; j < 5000; ++j) a.as<int32_t>()[j] = my_rank * 1000 + j;
+    for (int j = 0; j < 300; ++j) b.as<int32_t>()[j] = my_rank + i;
+    tutti_request_t ra, rb;
+    Check("submit pair", tutti_allreduce(rt, set_name.c_str(), mine, &a.desc, &a.desc, nullptr, &ra));
+    Check("submit world", tutti_allreduce(rt, world_name.c_str(), TUTTI_WORLD, &b.desc, &b.desc, nullptr, &rb));
+    Check("wait world", tutti_request_wait(rb, -1));
+    Check("wait pair", tutti_request_wait(ra, -1));
+    tutti_request_free(ra);
+    tutti_request_free(rb);
+    const int32_t base = my_rank < 2 ? 1 : 5;  // 0+1 or 2+3
+    for (int j = 0; j < 5000; ++j)
+      if (a.as<int32_t>()[j] != base * 1000 + 2 * j) return Say("fail pair %d", j), 1;
+    for (int j = 0; j < 300; ++j)
+      if (b.as<int32_t>()[j] != 6 + 4 * i) return Say("fail world %d", j), 1;
+  }
+  Say("sets ok");
+  return 0;
+}
+
+// A={0,1,2}, B={1,2,3}. Rank 0 submits on A only after the harness says "go", which it does once
+// ranks 1-3 printed "B 99" (their 100th B allreduce completed while their A request was pending).
+int Independence() {
+  int32_t a_ranks[] = {0, 1, 2}, b_ranks[] = {1, 2, 3}, a, b;
+  Check("add A", tutti_process_set_add(rt, a_ranks, 3, 0, &a));
+  Check("add B", tutti_process_set_add(rt, b_ranks, 3, 0, &b));
+  Say("ready");
+  Tensor ta(TUTTI_DTYPE_FLOAT32, 64, 4);
+  for (int i = 0; i < 64; ++i) ta.as<float>()[i] = static_cast<float>(my_rank);
+  tutti_request_t on_a = nullptr;
+  if (my_rank == 0) AwaitGo();
+  if (my_rank <= 2) Check("submit A", tutti_allreduce(rt, "a", a, &ta.desc, &ta.desc, nullptr, &on_a));
+  if (my_rank >= 1) {
+    for (int i = 0; i < 100; ++i) {
+      SumOnSet(("b." + std::to_string(i)).c_str(), b, 16);
+      Say("B %d", i);
+      if (my_rank <= 2 && i == 99 && tutti_request_test(on_a) != TUTTI_IN_PROGRESS)
+        return Say("fail: A completed before rank 0 submitted it"), 1;
+    }
+  }
+  if (on_a) {
+    Check("wait A", tutti_request_wait(on_a, -1));
+    tutti_request_free(on_a);
+    if (ta.as<float>()[0] != 3.0f) return Say("fail: A sum %f", ta.as<float>()[0]), 1;
+    Say("A ok");
+  }
+  return 0;
+}
+
+// Ranks 0 and 1 add {0,1} and allreduce on it while 2 and 3 are stopped by the harness; then 2 and
+// 3 add {0,1} as non-members and must get the same id. Prints "added <id>", "pair ok", "done".
+int MembersOnlyAdd() {
+  Say("ready");
+  AwaitGo();
+  int32_t pair[] = {0, 1}, id = -1;
+  Check("add pair", tutti_process_set_add(rt, pair, 2, 0, &id));
+  Say("added %d", id);
+  if (my_rank < 2) {
+    SumOnSet("pair", id);
+    Say("pair ok");
+    AwaitGo();
+  }
+  SumOnSet("final", TUTTI_WORLD);
+  Say("done");
+  return 0;
+}
+
+// S={0,2}: members allreduce, rank 0 leaves "orphan" pending, everyone removes S; then S's
+// requests fail on members, and adding {0,2} again gives a new id. Prints "removed <id>",
+// "orphan <status> <message>", "after <status> <message>", "readded <id>".
+int Remove() {
+  int32_t s_ranks[] = {0, 2}, s = -1;
+  Check("add S", tutti_process_set_add(rt, s_ranks, 2, 0, &s));
+  const bool member = my_rank == 0 || my_rank == 2;
+  tutti_request_t orphan = nullptr;
+  Tensor t(TUTTI_DTYPE_FLOAT32, 8, 4);
+  if (member) {
+    SumOnSet("on-s", s);
+    if (my_rank == 0) Check("orphan", tutti_allreduce(rt, "orphan", s, &t.desc, &t.desc, nullptr, &orphan));
+  } else {
+    tutti_request_t request = nullptr;
+    tutti_status_t status = tutti_allreduce(rt, "x", s, &t.desc, &t.desc, nullptr, &request);
+    Say("nonmember %d %s", status, tutti_last_error());
+  }
+  Check("remove S", tutti_process_set_remove(rt, s, 0));
+  Say("removed %d", s);
+  if (orphan) {
+    tutti_status_t status = tutti_request_wait(orphan, -1);
+    Say("orphan %d %s", status, tutti_last_error());
+    tutti_request_free(orphan);
+  }
+  tutti_request_t request = nullptr;
+  tutti_status_t status = tutti_allreduce(rt, "after", s, &t.desc, &t.desc, nullptr, &request);
+  Say("after %d %s", status, tutti_last_error());
+  status = tutti_process_set_remove(rt, s, 0);
+  Say("remove again %d %s", status, tutti_last_error());
+  SumOnSet("sync", TUTTI_WORLD);  // members finished removing before anyone re-adds
+  int32_t again = -1;
+  Check("re-add S", tutti_process_set_add(rt, s_ranks, 2, 0, &again));
+  Say("readded %d", again);
+  if (member) SumOnSet("on-new-s", again);
+  SumOnSet("final", TUTTI_WORLD);
+  return 0;
+}
+
+// Rank 3 submits "t" with 5 elements, the others with 4: everyone prints "mismatch <status>
+// <message>", then a correct allreduce must work ("next ok").
+int Mismatch() {
+  Tensor t(TUTTI_DTYPE_FLOAT32, my_rank == 3 ? 5 : 4, 4);
+  tutti_request_t request;
+  Check("submit", tutti_allreduce(rt, "t", TUTTI_WORLD, &t.desc, &t.desc, nullptr, &request));
+  tutti_status_t status = tutti_request_wait(request, -1);
+  Say("mismatch %d %s", status, tutti_last_error());
+  tutti_request_free(request);
+  SumOnSet("t", TUTTI_WORLD);  // the same name works again once the failed one is settled
+  Say("next ok");
+  return 0;
+}
+
+// Prints "world <rank> <size> <local_rank> <local_size> <cross_rank> <cross_size>", then allreduces.
+int Basic() {
+  int32_t values[4];
+  Check("local_rank", tutti_local_rank(rt, &values[0]));
+  Check("local_size", tutti_local_size(rt, &values[1]));
+  Check("cross_rank", tutti_cross_rank(rt, &values[2]));
+  Check("cross_size", tutti_cross_size(rt, &values[3]));
+  Say("world %d %d %d %d %d %d", my_rank, world_size, values[0], values[1], values[2], values[3]);
+  for (int i = 0; i < 10; ++i) SumOnSet(("basic." + std::to_string(i)).c_str(), TUTTI_WORLD, 10000);
+  Say("basic ok");
+  return 0;
+}
+
+// In a world of 3, rank 0 adds {0,1} with a 1.5 s timeout while rank 1 never does: prints
+// "add <status> <message>". The other ranks wait for the harness's "go" before finalizing.
+int AddTimeout() {
+  if (my_rank != 0) {
+    AwaitGo();
+    return 0;
+  }
+  int32_t set[] = {0, 1}, id;
+  tutti_status_t status = tutti_process_set_add(rt, set, 2, 1500, &id);
+  Say("add %d %s", status, tutti_last_error());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s SCENARIO\n", argv[0]);
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  if (scenario == "init_error") {
+    // Expects init to fail; prints "init <status> <message>".
+    tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
+    tutti_status_t status = tutti_init(&options, &rt);
+    Say("init %d %s", status, tutti_last_error());
+    if (status == TUTTI_OK) tutti_finalize(rt);
+    return 0;
+  }
+  Init();
+  int result = 2;
+  if (scenario == "matrix") result = DTypeMatrix();
+  else if (scenario == "static_sets") result = DisjointSets(false);
+  else if (scenario == "added_sets") result = DisjointSets(true);
+  else if (scenario == "independence") result = Independence();
+  else if (scenario == "members_only_add") result = MembersOnlyAdd();
+  else if (scenario == "remove") result = Remove();
+  else if (scenario == "mismatch") result = Mismatch();
+  else if (scenario == "basic") result = Basic();
+  else if (scenario == "add_timeout") result = AddTimeout();
+  else Say("fail: unknown scenario %s", scenario.c_str());
+  Check("finalize", tutti_finalize(rt));
+  return result;
+}

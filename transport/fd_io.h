@@ -1,0 +1,54 @@
+// Small helpers over non-blocking file descriptors, shared by socket-based backends.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "transport/transport.h"
+
+namespace tutti::transport {
+
+// Owns a file descriptor; closes it on destruction.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd() { Reset(); }
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.Release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = other.Release();
+    }
+    return *this;
+  }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int Release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void Reset();
+
+ private:
+  int fd_ = -1;
+};
+
+void SetNonBlocking(int fd);
+
+// Milliseconds left until `deadline` for poll(2): 0 if passed, capped to fit an int.
+int PollTimeoutMs(Deadline deadline);
+
+// Reads or writes exactly `len` bytes on a non-blocking fd before `deadline`. `cancel` (an eventfd,
+// or -1) aborts the wait when readable. `what` names the other side in error messages.
+Status WriteFully(int fd, const void* data, size_t len, Deadline deadline, int cancel,
+                  const std::string& what);
+Status ReadFully(int fd, void* data, size_t len, Deadline deadline, int cancel,
+                 const std::string& what);
+
+// Splits "a.b.c.d:port".
+bool ParseHostPort(const std::string& endpoint, std::string* host, uint16_t* port);
+
+}  // namespace tutti::transport

@@ -1,0 +1,56 @@
+// The data plane's interface: moving bytes between the ranks of a process set. Collective
+// algorithms (client/) are written against it; backends (tcp/, later shm/, ibverbs/, nccl/)
+// implement it. No negotiation or protobuf here.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace tutti::transport {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+// The connections of one process set from this rank. Created by a Device; owned and used by that
+// set's lane thread alone, so it needs no locking. Connections are made on first use.
+class Context {
+ public:
+  virtual ~Context() = default;
+
+  // Sends `send_len` bytes to global rank `to` while receiving `recv_len` bytes from global rank
+  // `from` (`to` may equal `from`; either length may be 0). Both directions progress together, so
+  // a ring step cannot deadlock on full socket buffers. Errors: kPeerLost (connection closed or
+  // reset; the message names the rank), kTimeout (no progress until `deadline`), kShutDown.
+  virtual Status SendRecv(int32_t to, const void* send, size_t send_len, int32_t from, void* recv,
+                          size_t recv_len, Deadline deadline) = 0;
+};
+
+// One per runtime: the listener other ranks connect to and the factory of contexts. Thread-safe.
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  // The address other ranks connect to, e.g. "10.0.0.5:40123".
+  virtual const std::string& endpoint() const = 0;
+
+  // Called once the rendezvous gives the job's key; connections must present it.
+  virtual void SetJobKey(uint64_t key) = 0;
+
+  // A context for process set `set_id`, as rank `self`, reaching rank r at `endpoints[r]`.
+  virtual std::unique_ptr<Context> CreateContext(int32_t set_id, int32_t self,
+                                                 std::vector<std::string> endpoints) = 0;
+
+  // Makes every blocked and later SendRecv of every context return kShutDown.
+  virtual void Shutdown() = 0;
+};
+
+// A TCP device listening on `address` (an IPv4 address) with an OS-chosen port.
+Status CreateTcpDevice(const std::string& address, std::unique_ptr<Device>* device);
+
+}  // namespace tutti::transport
