@@ -73,12 +73,13 @@ Status Runtime::Join() {
   device_->SetJobKey(welcome_.job_key());
   std::vector<int32_t> world(options_.size);
   for (int32_t r = 0; r < options_.size; ++r) world[r] = r;
-  sets_.Insert(0, world);
+  // A lane opens before its set becomes visible: once it is, a submission on it may be answered.
   OpenLane(0, world);
+  sets_.Insert(0, world);
   for (const auto& set : welcome_.static_sets()) {
     std::vector<int32_t> ranks(set.ranks().begin(), set.ranks().end());
-    sets_.Insert(set.id(), ranks);
     if (std::binary_search(ranks.begin(), ranks.end(), options_.rank)) OpenLane(set.id(), ranks);
+    sets_.Insert(set.id(), ranks);
   }
   return Status::Ok();
 }
@@ -130,14 +131,15 @@ Status Runtime::AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, in
                   &reply));
   std::vector<int32_t> members(reply.set().ranks().begin(), reply.set().ranks().end());
   *set_id = reply.set().id();
-  sets_.Insert(*set_id, members);
   const bool member = std::binary_search(members.begin(), members.end(), options_.rank);
   bool has_lane;
   {
     std::lock_guard<std::mutex> lock(mu_);
     has_lane = lanes_.count(*set_id) > 0;
   }
+  // The lane first: once the set is visible, a submission on it may be answered at once.
   if (member && !has_lane) OpenLane(*set_id, members);
+  sets_.Insert(*set_id, members);
   return Status::Ok();
 }
 

@@ -134,44 +134,47 @@ void RankProcess::Start(const std::vector<std::string>& argv, const std::vector<
   for (int fd : fds_) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-void RankProcess::ReadAvailable(Stream s, const LineSink& sink) {
+bool RankProcess::ReadAvailable(Stream s, const LineSink& sink) {
   const int i = Index(s);
-  if (fds_[i] < 0) return;
+  if (fds_[i] < 0) return false;
   std::string& buf = partial_[i];
   char chunk[65536];
-  for (;;) {
-    ssize_t n = ::read(fds_[i], chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n <= 0) {
-      // EOF, or an error that EOF is the only sensible reading of.
-      if (!buf.empty()) {
-        std::string last;
-        last.swap(buf);
-        sink(rank_, s, last);
-      }
-      CloseFd(fds_[i]);
-      return;
+  ssize_t n;
+  do {
+    n = ::read(fds_[i], chunk, sizeof chunk);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+  if (n <= 0) {
+    // EOF, or an error that EOF is the only sensible reading of.
+    if (!buf.empty()) {
+      std::string last;
+      last.swap(buf);
+      sink(rank_, s, last);
     }
-    buf.append(chunk, static_cast<size_t>(n));
-    size_t start = 0;
-    for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
-      sink(rank_, s, std::string_view(buf).substr(start, nl - start));
-    }
-    buf.erase(0, start);
-    if (buf.size() >= kMaxLine) {
-      std::string line;
-      line.swap(buf);
-      sink(rank_, s, line);
-    }
+    CloseFd(fds_[i]);
+    return false;
   }
+  buf.append(chunk, static_cast<size_t>(n));
+  size_t start = 0;
+  for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+    sink(rank_, s, std::string_view(buf).substr(start, nl - start));
+  }
+  buf.erase(0, start);
+  if (buf.size() >= kMaxLine) {
+    std::string line;
+    line.swap(buf);
+    sink(rank_, s, line);
+  }
+  return true;
 }
 
 void RankProcess::Drain(const LineSink& sink) {
   for (Stream s : {Stream::kOut, Stream::kErr}) {
     const int i = Index(s);
-    if (fds_[i] < 0) continue;
-    ReadAvailable(s, sink);  // stops at EAGAIN or closes at EOF
+    // Bounded: a pipe holds at most 1 MiB unless resized, but a background process the rank
+    // left behind could keep writing forever.
+    for (int reads = 0; reads < 64 && ReadAvailable(s, sink); ++reads) {
+    }
     if (fds_[i] >= 0) {
       if (!partial_[i].empty()) {
         std::string last;

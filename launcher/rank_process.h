@@ -38,9 +38,11 @@ class RankProcess {
   int fd(Stream s) const { return fds_[Index(s)]; }
   bool streams_open() const { return fds_[0] >= 0 || fds_[1] >= 0; }
 
-  // Reads what the pipe holds right now (it is non-blocking) and hands complete lines to sink.
-  // At EOF the trailing partial line, if any, is handed over too and the pipe is closed.
-  void ReadAvailable(Stream s, const LineSink& sink);
+  // One non-blocking read; complete lines go to sink. At EOF the trailing partial line, if any,
+  // goes too and the pipe is closed. Returns whether it read data, i.e. more may be waiting.
+  // Only one read, so that a rank writing without pause cannot starve the other ranks or
+  // tuttirun's handling of signals and exits: poll() brings us back.
+  bool ReadAvailable(Stream s, const LineSink& sink);
 
   // Reads both pipes until they are empty, flushes partial lines and closes them. Used once the
   // rank has been reaped: everything it wrote is in the pipes by then, and waiting for EOF could

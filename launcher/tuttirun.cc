@@ -53,10 +53,12 @@ void OnSignal(int sig) {
   errno = saved;
 }
 
-// Set when a write finds that nobody reads our stdout or stderr any more (`tuttirun ... | head`).
-bool g_output_closed = false;
+// Set when a write finds that nobody reads our stdout or stderr any more (`tuttirun ... | head`);
+// indexed by descriptor, so that we stop paying a failing write for every line.
+bool g_output_closed[3] = {false, false, false};
 
 void WriteAll(int fd, std::string_view s) {
+  if (fd <= 2 && g_output_closed[fd]) return;
   while (!s.empty()) {
     ssize_t n = ::write(fd, s.data(), s.size());
     if (n < 0 && errno == EINTR) continue;
@@ -66,7 +68,7 @@ void WriteAll(int fd, std::string_view s) {
       ::poll(&p, 1, -1);
       continue;
     }
-    if (n < 0 && errno == EPIPE) g_output_closed = true;
+    if (n < 0 && errno == EPIPE && fd <= 2) g_output_closed[fd] = true;
     if (n <= 0) return;
     s.remove_prefix(static_cast<size_t>(n));
   }
@@ -279,7 +281,7 @@ class Supervisor {
         if (fds[i].revents) owners[i].first->ReadAvailable(owners[i].second, sink_);
       }
       ReapExited();
-      if (g_output_closed && !stopping_) {
+      if ((g_output_closed[STDOUT_FILENO] || g_output_closed[STDERR_FILENO]) && !stopping_) {
         // Like a shell pipeline: once the reader is gone, the writers go too.
         Say("output closed; stopping the ranks");
         BeginStop(128 + SIGPIPE, SIGTERM);

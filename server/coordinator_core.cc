@@ -45,7 +45,7 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
   }
   Job& job = *jobs_.at(member->second.job);
   const int32_t rank = member->second.rank;
-  if (!job.welcomed() && !frame.has_bye()) {
+  if (!job.welcomed()) {
     Refuse(peer, Status(Code::kInvalidArgument, "wait for the rendezvous to complete"), out);
     return;
   }
@@ -54,16 +54,11 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
     case wire::Frame::kSetRemove: job.SetRemove(rank, frame.set_remove(), now, out); break;
     case wire::Frame::kAnnounce: job.Announce(rank, frame.announce(), out); break;
     case wire::Frame::kBye:
+      // Only welcomed ranks say Bye (a rank whose registration failed has nothing to leave).
       job.Leave(rank);
       members_.erase(member);
-      if (job.everyone_left() || !job.welcomed()) {
-        spdlog::info("job '{}': {}", job.id(), job.welcomed() ? "all ranks left" : "a rank left "
-                                                                "before the rendezvous completed");
-        if (!job.welcomed()) {
-          // A half-formed job cannot complete without this rank; the others learn it at their
-          // rendezvous deadline. Keep the job so the deadline fires.
-          break;
-        }
+      if (job.everyone_left()) {
+        spdlog::info("job '{}': all ranks left", job.id());
         DropJob(job.id());
       }
       break;

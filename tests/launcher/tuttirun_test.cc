@@ -138,6 +138,12 @@ class Tuttirun {
     return -2;
   }
 
+  // Like `tuttirun ... | head`: stops reading tuttirun's stdout.
+  void CloseStdout() {
+    ::close(fds_[0]);
+    fds_[0] = -1;
+  }
+
   double seconds() const { return std::chrono::duration<double>(elapsed_).count(); }
 
  private:
@@ -421,6 +427,16 @@ void ExpectSignalIsForwarded(int sig) {
 
 TEST(Tuttirun, ForwardsSigint) { ExpectSignalIsForwarded(SIGINT); }
 TEST(Tuttirun, ForwardsSigterm) { ExpectSignalIsForwarded(SIGTERM); }
+
+// A shell pipeline ends when its reader goes away; so does a job whose output nobody reads.
+TEST(Tuttirun, ClosedStdoutStopsTheRanks) {
+  Tuttirun run({"-np", "2", "--coordinator", kNoCoordinator, "yes"});
+  ASSERT_TRUE(run.ReadUntil([&] { return run.out().find('\n') != std::string::npos; }));
+  run.CloseStdout();
+  EXPECT_EQ(run.Wait(), 128 + SIGPIPE) << run.err();
+  EXPECT_LT(run.seconds(), 30.0);
+  EXPECT_NE(run.err().find("output closed; stopping the ranks"), std::string::npos) << run.err();
+}
 
 TEST(Tuttirun, ProgramThatCannotBeExecutedGives127) {
   Tuttirun run({"-np", "2", "--coordinator", kNoCoordinator, "/nonexistent/program"});

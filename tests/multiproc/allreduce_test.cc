@@ -54,16 +54,11 @@ TEST(Allreduce, ThreeRanksUnevenChunksAndTopology) {
 TEST(Allreduce, HostsFromHostIdentity) {
   // Ranks 0,1 on host "a", 2,3 on host "b" (TUTTI_HOST_ID stands in for two machines).
   Tuttid tuttid;
-  std::vector<std::unique_ptr<Process>> ranks;
-  const std::string job = UniqueJobId();
-  for (int r = 0; r < 4; ++r) {
-    RankOptions options;
-    options.job = job;
-    options.ranks = {r};
-    options.env["TUTTI_HOST_ID"] = r < 2 ? "a" : "b";
-    auto started = StartRanks(tuttid, "basic", options);
-    ranks.push_back(std::move(started[0]));
-  }
+  RankOptions options;
+  options.rank_env = [](int r) {
+    return std::map<std::string, std::string>{{"TUTTI_HOST_ID", r < 2 ? "a" : "b"}};
+  };
+  auto ranks = StartRanks(tuttid, "basic", options);
   const char* expected[] = {"0 4 0 2 0 2", "1 4 1 2 0 2", "2 4 0 2 1 2", "3 4 1 2 1 2"};
   for (int r = 0; r < 4; ++r) {
     auto world = ranks[r]->ReadUntil("world ", In(60));

@@ -32,6 +32,8 @@ std::vector<std::unique_ptr<Process>> StartRanks(const Tuttid& tuttid, const std
   std::vector<std::unique_ptr<Process>> ranks;
   for (int r : options.ranks) {
     std::map<std::string, std::string> env = options.env;
+    if (options.rank_env)
+      for (auto& [k, v] : options.rank_env(r)) env[k] = v;
     env["TUTTI_COORDINATOR"] = tuttid.endpoint();
     env["TUTTI_JOB"] = options.job;
     env["TUTTI_TOKEN"] = options.token;

@@ -1,6 +1,7 @@
 // A real tuttid and real worker processes on loopback, as the multi-process tests use them.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +29,8 @@ struct RankOptions {
   int size = 4;
   std::vector<int> ranks;                   // which ranks to start; default: all
   std::map<std::string, std::string> env;   // extra environment
+  // Extra environment of one rank, on top of `env` (e.g. a host identity per rank).
+  std::function<std::map<std::string, std::string>(int rank)> rank_env;
   int64_t timeout_ms = 60000;
 };
 

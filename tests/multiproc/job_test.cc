@@ -32,11 +32,8 @@ TEST(Jobs, WrongTokenIsRefusedAndTheRendezvousNamesTheMissingRank) {
   options.timeout_ms = 3000;
   options.ranks = {0};
   auto rank0 = StartRanks(tuttid, "basic", options);
-  while (true) {
-    auto line = tuttid.process().ReadLine(In(60));
-    ASSERT_TRUE(line) << tuttid.process().transcript();
-    if (line->find("job '" + options.job + "': created by rank 0") != std::string::npos) break;
-  }
+  ASSERT_TRUE(tuttid.process().ReadUntilContaining("job '" + options.job + "': created by rank 0", In(60)))
+      << tuttid.process().transcript();
   options.ranks = {1};
   options.token = "not-the-token";
   auto rank1 = StartRanks(tuttid, "basic", options);
@@ -73,11 +70,8 @@ TEST(Jobs, WorldSizeDisagreementIsRefused) {
   options.timeout_ms = 2000;
   options.ranks = {0};
   auto rank0 = StartRanks(tuttid, "basic", options);
-  while (true) {
-    auto line = tuttid.process().ReadLine(In(60));
-    ASSERT_TRUE(line) << tuttid.process().transcript();
-    if (line->find("created by rank 0") != std::string::npos) break;
-  }
+  ASSERT_TRUE(tuttid.process().ReadUntilContaining("job '" + options.job + "': created by rank 0", In(60)))
+      << tuttid.process().transcript();
   options.size = 3;
   options.ranks = {1};
   auto rank1 = StartRanks(tuttid, "basic", options);

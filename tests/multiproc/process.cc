@@ -109,6 +109,13 @@ std::optional<std::string> Process::ReadUntil(const std::string& prefix, Clock::
   return std::nullopt;
 }
 
+std::optional<std::string> Process::ReadUntilContaining(const std::string& text,
+                                                        Clock::time_point deadline) {
+  while (auto line = ReadLine(deadline))
+    if (line->find(text) != std::string::npos) return line;
+  return std::nullopt;
+}
+
 void Process::WriteLine(const std::string& line) {
   std::string text = line + "\n";
   [[maybe_unused]] ssize_t n = write(stdin_fd_, text.data(), text.size());

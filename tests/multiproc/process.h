@@ -28,6 +28,8 @@ class Process {
   std::optional<std::string> ReadLine(Clock::time_point deadline);
   // Reads lines until one starts with `prefix`; returns the rest of that line, or nullopt.
   std::optional<std::string> ReadUntil(const std::string& prefix, Clock::time_point deadline);
+  // Reads lines until one contains `text`; returns that line, or nullopt.
+  std::optional<std::string> ReadUntilContaining(const std::string& text, Clock::time_point deadline);
   void WriteLine(const std::string& line);
   void Signal(int signal);
   // Waits for exit; returns the exit status (128+signal if killed), or nullopt at `deadline`.

@@ -31,15 +31,11 @@ TEST(ProcessSets, DisjointAddedSetsRunConcurrently) {
 
 TEST(ProcessSets, StaticSetsThatDifferAreRefusedOnEveryRank) {
   Tuttid tuttid;
-  std::vector<std::unique_ptr<Process>> ranks;
-  const std::string job = UniqueJobId();
-  for (int r = 0; r < 4; ++r) {
-    RankOptions options;
-    options.job = job;
-    options.ranks = {r};
-    options.env["TEST_STATIC_SETS"] = r == 2 ? "0,1" : "0,1;2,3";
-    ranks.push_back(std::move(StartRanks(tuttid, "basic", options)[0]));
-  }
+  RankOptions options;
+  options.rank_env = [](int r) {
+    return std::map<std::string, std::string>{{"TEST_STATIC_SETS", r == 2 ? "0,1" : "0,1;2,3"}};
+  };
+  auto ranks = StartRanks(tuttid, "basic", options);
   for (auto& rank : ranks) {
     auto line = rank->ReadUntil("fail init: ", In(60));
     ASSERT_TRUE(line) << rank->transcript();
