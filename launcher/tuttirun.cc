@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -39,6 +41,7 @@ struct Options {
   int np = 0;
   std::string coordinator;
   std::string job;
+  std::string log_level = "warn";
   std::vector<std::string> command;
 };
 
@@ -100,7 +103,7 @@ std::vector<std::string> NormalizeArgs(int argc, char** argv) {
     std::string& a = args[i];
     if (a == "--") break;
     if (a == "-np" || a.rfind("-np=", 0) == 0) a.insert(0, "-");
-    if (a == "--np" || a == "-n" || a == "--coordinator" || a == "--job") {
+    if (a == "--np" || a == "-n" || a == "--coordinator" || a == "--job" || a == "--log-level") {
       ++i;  // skip the value
     } else if (a.empty() || a[0] != '-') {
       break;  // the program
@@ -130,6 +133,9 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
   app.add_option("--coordinator", opts.coordinator,
                  "Coordinator endpoint, e.g. tcp://host:port (default: start one in-process)");
   app.add_option("--job", opts.job, "Job id (default: a fresh tuttirun-<hex> id)");
+  app.add_option("--log-level", opts.log_level, "Embedded coordinator's log level")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   // Everything from PROGRAM on is left unparsed, leading dashes included.
   app.prefix_command();
 
@@ -383,6 +389,11 @@ int Main(int argc, char** argv) {
   std::unique_ptr<EmbeddedCoordinator> embedded;
   std::string coordinator = opts.coordinator;
   if (coordinator.empty()) {
+    // spdlog's default logger writes to stdout, which belongs to the ranks' output.
+    auto logger = spdlog::stderr_color_mt("coordinator");
+    logger->set_pattern("tuttirun: coordinator %l: %v");
+    spdlog::set_default_logger(logger);
+    spdlog::set_level(spdlog::level::from_str(opts.log_level));
     try {
       embedded = std::make_unique<EmbeddedCoordinator>();
     } catch (const std::exception& e) {

@@ -104,14 +104,20 @@ void ProcessSetTable::Remove(int32_t caller, uint64_t request_id, int32_t set_id
     events->replies.push_back({caller, request_id, Status(code, std::move(message)), set_id, {}});
   };
   if (set_id == 0) return fail(Code::kInvalidArgument, "the world process set (0) cannot be removed");
+  auto it = live_.find(set_id);
   const std::vector<int32_t>* ranks = nullptr;
-  Status status = Members(set_id, &ranks);
-  if (!status.ok()) return fail(status.code(), status.message());
-  Entry& entry = live_.at(set_id);
-  if (!std::binary_search(ranks->begin(), ranks->end(), caller)) {
-    events->replies.push_back({caller, request_id, Status::Ok(), set_id, *ranks});
+  if (it == live_.end()) {
+    Status status = Members(set_id, &ranks);  // says why it is not there
+    return fail(status.code(), status.message());
+  }
+  Entry& entry = it->second;
+  // A non-member never waits, whatever state the set is in: its removal asks nothing of it.
+  if (!std::binary_search(entry.ranks.begin(), entry.ranks.end(), caller)) {
+    events->replies.push_back({caller, request_id, Status::Ok(), set_id, entry.ranks});
     return;
   }
+  Status status = Members(set_id, &ranks);
+  if (!status.ok()) return fail(status.code(), status.message());
   entry.state = State::kRemoving;
   Waiter waiter{caller, request_id, timeout_ms, now + std::chrono::milliseconds(timeout_ms)};
   if (!Arrive(&entry, waiter, events, set_id)) return;

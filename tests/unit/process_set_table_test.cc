@@ -85,6 +85,19 @@ TEST(ProcessSetTable, RemoveRules) {
   EXPECT_EQ(events.removed, std::vector<int32_t>{1});
 }
 
+TEST(ProcessSetTable, NonMemberRemovesASetStillBeingAddedWithoutWaiting) {
+  ProcessSetTable table(3);
+  ProcessSetTable::Events events;
+  table.Add(2, 1, {0, 1}, 1000, t0, &events);  // pending: 0 and 1 have not added it yet
+  table.Remove(2, 2, 1, 1000, t0, &events);
+  ASSERT_EQ(events.replies.size(), 2u);
+  EXPECT_TRUE(events.replies[1].status.ok());
+  events = {};
+  table.Remove(0, 3, 1, 1000, t0, &events);  // a member cannot remove what it has not added
+  EXPECT_EQ(events.replies[0].status.message(),
+            "process set 1 is still being added: not every member called add");
+}
+
 TEST(ProcessSetTable, WaitersTimeOutNamingMissingRanks) {
   ProcessSetTable table(4);
   ProcessSetTable::Events events;
