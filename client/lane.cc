@@ -22,9 +22,6 @@ Lane::~Lane() {
   }
   work_cv_.notify_all();
   thread_.join();
-  for (auto& request : queue_)
-    request->Complete(Status(Code::kShutDown, "the runtime was finalized before '" +
-                                                  request->name() + "' ran"));
 }
 
 void Lane::Push(std::shared_ptr<Request> request) {
@@ -41,7 +38,7 @@ void Lane::Run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
+      if (queue_.empty()) return;  // stopping, and every released collective ran
       request = std::move(queue_.front());
       queue_.pop_front();
     }

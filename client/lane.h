@@ -19,8 +19,9 @@ class Lane {
  public:
   Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
        std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout);
-  // Fails what is still queued with kShutDown and joins the thread. A collective in progress must
-  // be unblocked first (transport::Device::Shutdown) or finish.
+  // Runs what is still queued, then joins the thread. Every member released the same queue, so
+  // draining it keeps the members in step when a set is removed; at finalize the device is shut
+  // down first and each queued collective fails at once with kShutDown.
   ~Lane();
 
   void Push(std::shared_ptr<Request> request);

@@ -59,7 +59,7 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
   Pending& pending = entry->second;
   if (fresh) {
     pending.by_member.resize(members_.size());
-    pending_order_.push_back(spec.name());
+    pending.order = pending_order_.insert(pending_order_.end(), spec.name());
   }
   if (pending.by_member[index])
     return Status(Code::kDuplicateName,
@@ -69,8 +69,8 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
   if (++pending.count < members_.size()) return Status::Ok();
 
   ready->push_back(Resolve(spec.name(), pending));
+  pending_order_.erase(pending.order);
   pending_.erase(entry);
-  pending_order_.erase(std::find(pending_order_.begin(), pending_order_.end(), spec.name()));
   return Status::Ok();
 }
 

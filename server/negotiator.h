@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -34,6 +35,7 @@ class Negotiator {
   struct Pending {
     std::vector<std::optional<wire::TensorSpec>> by_member;  // indexed like members_
     size_t count = 0;
+    std::list<std::string>::iterator order;  // its place in pending_order_
   };
 
   wire::Response Resolve(const std::string& name, const Pending& pending) const;
@@ -41,7 +43,7 @@ class Negotiator {
   int32_t set_id_;
   std::vector<int32_t> members_;
   std::unordered_map<std::string, Pending> pending_;
-  std::vector<std::string> pending_order_;  // first-announced order, for deterministic FailPending
+  std::list<std::string> pending_order_;  // first-announced order, for deterministic FailPending
   uint64_t next_seq_ = 0;
 };
 

@@ -9,8 +9,10 @@
 
 namespace tutti::testing {
 
-Tuttid::Tuttid(std::vector<std::string> extra_args) {
-  std::vector<std::string> argv = {TUTTID_PATH, "--bind", "tcp://127.0.0.1:*", "--log-level", "warn"};
+Tuttid::Tuttid(std::vector<std::string> extra_args, std::vector<std::string> prefix) {
+  std::vector<std::string> argv = prefix;
+  for (const char* arg : {TUTTID_PATH, "--bind", "tcp://127.0.0.1:*", "--log-level", "warn"})
+    argv.push_back(arg);
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   process_ = std::make_unique<Process>(argv, std::map<std::string, std::string>{});
   auto endpoint = process_->ReadUntil("tuttid listening on ", In(30));
@@ -40,7 +42,10 @@ std::vector<std::unique_ptr<Process>> StartRanks(const Tuttid& tuttid, const std
     env["TUTTI_RANK"] = std::to_string(r);
     env["TUTTI_SIZE"] = std::to_string(options.size);
     env["TUTTI_TIMEOUT_MS"] = std::to_string(options.timeout_ms);
-    std::vector<std::string> argv = {WORKER_PATH, scenario};
+    std::vector<std::string> argv;
+    if (options.rank_prefix) argv = options.rank_prefix(r);
+    argv.push_back(WORKER_PATH);
+    argv.push_back(scenario);
     argv.insert(argv.end(), args.begin(), args.end());
     ranks.push_back(std::make_unique<Process>(argv, env));
   }

@@ -14,7 +14,8 @@ namespace tutti::testing {
 // tuttid on an OS-chosen port; its endpoint is read from its first output line.
 class Tuttid {
  public:
-  explicit Tuttid(std::vector<std::string> extra_args = {});
+  // `prefix` runs tuttid through another program (e.g. "ip netns exec NAME").
+  explicit Tuttid(std::vector<std::string> extra_args = {}, std::vector<std::string> prefix = {});
   const std::string& endpoint() const { return endpoint_; }
   Process& process() { return *process_; }
 
@@ -31,6 +32,8 @@ struct RankOptions {
   std::map<std::string, std::string> env;   // extra environment
   // Extra environment of one rank, on top of `env` (e.g. a host identity per rank).
   std::function<std::map<std::string, std::string>(int rank)> rank_env;
+  // A program a rank runs through (e.g. "ip netns exec NAME"), if any.
+  std::function<std::vector<std::string>(int rank)> rank_prefix;
   int64_t timeout_ms = 60000;
 };
 

@@ -55,7 +55,7 @@ Process::Process(std::vector<std::string> argv, const std::map<std::string, std:
     dup2(in[0], STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
     dup2(out[1], STDERR_FILENO);
-    execve(args[0], args.data(), envp.data());
+    execvpe(args[0], args.data(), envp.data());
     _exit(127);
   }
   close(in[0]);
