@@ -1,5 +1,7 @@
 // The extern "C" entry points: argument checks, translation to client::Runtime, and the exception
 // fence. Nothing here knows about sockets or the wire.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -17,6 +19,7 @@ struct tutti_runtime {
 struct tutti_request {
   std::shared_ptr<tutti::client::Request> request;
   int64_t default_timeout_ms;
+  pid_t owner;
 };
 
 namespace tutti::capi {
@@ -39,6 +42,7 @@ TUTTI_SAME_CODE(TUTTI_ERR_SHUT_DOWN, kShutDown);
 TUTTI_SAME_CODE(TUTTI_ERR_INTERNAL, kInternal);
 TUTTI_SAME_CODE(TUTTI_ERR_SET_REMOVED, kSetRemoved);
 TUTTI_SAME_CODE(TUTTI_ERR_UNSUPPORTED, kUnsupported);
+TUTTI_SAME_CODE(TUTTI_ERR_EVICTED, kEvicted);
 #undef TUTTI_SAME_CODE
 
 tutti_status_t Report(const Status& status) {
@@ -94,8 +98,19 @@ tutti_status_t ReadTensor(const tutti_tensor_t* given, const char* what, client:
   return TUTTI_OK;
 }
 
-#define TUTTI_CHECK_RUNTIME(rt) \
-  if ((rt) == nullptr || !(rt)->runtime) return Invalid("runtime is NULL")
+// After fork() the child holds a copy of the runtime without its threads: it must not touch it
+// (nor tear it down), and must be told why.
+tutti_status_t ForkedChild(pid_t owner) {
+  return Invalid("this runtime belongs to process " + std::to_string(owner) +
+                 "; a process forked from it cannot use it (call tutti_init in the child)");
+}
+
+#define TUTTI_CHECK_RUNTIME(rt)                                            \
+  if ((rt) == nullptr || !(rt)->runtime) return Invalid("runtime is NULL"); \
+  if ((rt)->runtime->owner() != getpid()) return ForkedChild((rt)->runtime->owner())
+#define TUTTI_CHECK_REQUEST(request)                                   \
+  if ((request) == nullptr) return Invalid("request is NULL");         \
+  if ((request)->owner != getpid()) return ForkedChild((request)->owner)
 #define TUTTI_CHECK_OUT(p) \
   if ((p) == nullptr) return Invalid(#p " is NULL")
 
@@ -308,7 +323,7 @@ TUTTI_API tutti_status_t tutti_allreduce(tutti_runtime_t rt, const char* name, i
     std::shared_ptr<client::Request> created;
     Status submitted = rt->runtime->Allreduce(std::move(args), &created);
     if (!submitted.ok()) return Report(submitted);
-    *request = new tutti_request{std::move(created), rt->runtime->timeout_ms()};
+    *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), getpid()};
     return TUTTI_OK;
   });
 }
@@ -319,7 +334,7 @@ static tutti_status_t Settled(const Status& status) {
 
 TUTTI_API tutti_status_t tutti_request_test(tutti_request_t request) {
   return Fenced(__func__, [&]() -> tutti_status_t {
-    if (request == nullptr) return Invalid("request is NULL");
+    TUTTI_CHECK_REQUEST(request);
     auto status = request->request->Test();
     return status ? Settled(*status) : TUTTI_IN_PROGRESS;
   });
@@ -327,7 +342,7 @@ TUTTI_API tutti_status_t tutti_request_test(tutti_request_t request) {
 
 TUTTI_API tutti_status_t tutti_request_wait(tutti_request_t request, int64_t timeout_ms) {
   return Fenced(__func__, [&]() -> tutti_status_t {
-    if (request == nullptr) return Invalid("request is NULL");
+    TUTTI_CHECK_REQUEST(request);
     if (timeout_ms < 0) timeout_ms = request->default_timeout_ms;
     auto status = request->request->WaitUntil(std::chrono::steady_clock::now() +
                                               std::chrono::milliseconds(timeout_ms));
@@ -341,6 +356,8 @@ TUTTI_API tutti_status_t tutti_request_wait(tutti_request_t request, int64_t tim
 
 TUTTI_API tutti_status_t tutti_request_free(tutti_request_t request) {
   return Fenced(__func__, [&]() -> tutti_status_t {
+    if (request == nullptr) return TUTTI_OK;
+    TUTTI_CHECK_REQUEST(request);
     delete request;
     return TUTTI_OK;
   });

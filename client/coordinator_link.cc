@@ -21,6 +21,10 @@ CoordinatorLink::CoordinatorLink(std::string endpoint, Callbacks callbacks)
       socket_(context_, zmq::socket_type::dealer) {
   socket_.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
   socket_.set(zmq::sockopt::linger, kLingerMs);
+  // ZMTP heartbeats let ZeroMQ drop a connection whose peer vanished; the lease in KeepAlive()
+  // is what declares the coordinator lost.
+  socket_.set(zmq::sockopt::heartbeat_ivl, 1000);
+  socket_.set(zmq::sockopt::heartbeat_timeout, 5000);
   socket_.connect(endpoint_);  // asynchronous: never fails for a well-formed endpoint
   wakeup_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   thread_ = std::thread([this] { Run(); });
@@ -30,10 +34,10 @@ CoordinatorLink::~CoordinatorLink() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    if (registered_) {
+    if (registered_ && dead_.ok()) {
       wire::Frame bye;
       bye.mutable_bye();
-      outbox_.push_back(wire::Encode(bye));
+      outbox_.push_back(wire::Encode(bye, epoch_));
     }
   }
   Wake();
@@ -69,8 +73,14 @@ Status CoordinatorLink::Register(const wire::Register& request, transport::Deadl
   wire::Frame frame = reply.get();
   if (frame.has_refusal()) return FromWire(frame.refusal().error());
   *welcome = frame.welcome();
-  std::lock_guard<std::mutex> lock(mu_);
-  registered_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    registered_ = true;
+    epoch_ = welcome->coordinator_epoch();
+    heartbeat_interval_ = std::chrono::milliseconds(std::max<int64_t>(welcome->heartbeat_interval_ms(), 1));
+    lease_ = std::chrono::milliseconds(std::max<int64_t>(welcome->lease_ms(), 1));
+  }
+  Wake();  // the I/O thread starts heartbeating
   return Status::Ok();
 }
 
@@ -80,8 +90,9 @@ Status CoordinatorLink::Call(wire::Frame request, uint64_t request_id, transport
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status(Code::kShutDown, "the runtime is shutting down");
+    if (!dead_.ok()) return dead_;
     answer = calls_[request_id].get_future();
-    outbox_.push_back(wire::Encode(request));
+    outbox_.push_back(wire::Encode(request, epoch_));
   }
   Wake();
   if (answer.wait_until(deadline) != std::future_status::ready) {
@@ -91,6 +102,7 @@ Status CoordinatorLink::Call(wire::Frame request, uint64_t request_id, transport
                   "coordinator lost: no answer from " + endpoint_ + " before the deadline");
   }
   *reply = answer.get();
+  if (reply->request_id() == 0) return FromWire(reply->error());  // the link died meanwhile
   if (reply->has_error() && reply->error().code() != 0) return FromWire(reply->error());
   return Status::Ok();
 }
@@ -117,7 +129,7 @@ void CoordinatorLink::Flush() {
         for (auto& spec : specs) *set->add_tensors() = std::move(spec);
       }
       announced_.clear();
-      frames.push_back(wire::Encode(frame));
+      frames.push_back(wire::Encode(frame, epoch_));
     }
     for (std::string& bytes : outbox_) frames.push_back(std::move(bytes));
     outbox_.clear();
@@ -133,11 +145,17 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
         callbacks_.on_tensor_refused(frame.refusal());
         return;
       }
-      std::lock_guard<std::mutex> lock(mu_);
-      if (registration_) {
-        registration_->set_value(std::move(frame));
-        registration_.reset();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (registration_) {
+          registration_->set_value(std::move(frame));
+          registration_.reset();
+          return;
+        }
+        if (!registered_ || !frame.has_refusal()) return;
       }
+      // Refused after joining: evicted, or a restarted tuttid that does not know us.
+      Die(FromWire(frame.refusal().error()));
       return;
     }
     case wire::Frame::kSetReply: {
@@ -151,16 +169,65 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
     case wire::Frame::kExecute:
       callbacks_.on_execute(*frame.mutable_execute());
       return;
+    case wire::Frame::kFault:
+      callbacks_.on_fault(frame.fault());
+      return;
     default:
       return;  // nothing else is sent to ranks
   }
 }
 
+void CoordinatorLink::Die(const Status& status) {
+  std::map<uint64_t, std::promise<wire::SetReply>> calls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return;
+    dead_ = status;
+    calls.swap(calls_);
+  }
+  // Callers waiting on a set change learn it now rather than at their deadline.
+  for (auto& [id, promise] : calls) {
+    wire::SetReply reply;
+    reply.mutable_error()->set_code(static_cast<int32_t>(status.code()));
+    reply.mutable_error()->set_message(status.message());
+    promise.set_value(reply);
+  }
+  callbacks_.on_dead(status);
+}
+
+std::chrono::milliseconds CoordinatorLink::KeepAlive() {
+  using std::chrono::milliseconds;
+  milliseconds interval, lease;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!registered_ || !dead_.ok()) return milliseconds(-1);
+    interval = heartbeat_interval_;
+    lease = lease_;
+  }
+  const auto now = transport::Clock::now();
+  if (last_received_ == transport::Clock::time_point{}) last_received_ = last_heartbeat_ = now;
+  if (now - last_received_ >= lease) {
+    Die(Status(Code::kCoordinatorLost,
+               "coordinator lost: no message from " + endpoint_ + " for " +
+                   std::to_string(lease.count()) + " ms"));
+    return milliseconds(-1);
+  }
+  if (now - last_heartbeat_ >= interval) {
+    wire::Frame heartbeat;
+    heartbeat.mutable_heartbeat();
+    (void)socket_.send(zmq::buffer(wire::Encode(heartbeat, epoch_)), zmq::send_flags::dontwait);
+    last_heartbeat_ = now;
+  }
+  auto next = std::min(last_heartbeat_ + interval, last_received_ + lease) - now;
+  return std::max(milliseconds(1), std::chrono::ceil<milliseconds>(next));
+}
+
 void CoordinatorLink::Run() {
   zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wakeup_, ZMQ_POLLIN, 0}};
   while (true) {
+    const auto wait = KeepAlive();
     try {
-      zmq::poll(items, 2, std::chrono::milliseconds(-1));
+      zmq::poll(items, 2, wait);
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
       continue;  // the application's signal landed on this thread
@@ -174,6 +241,7 @@ void CoordinatorLink::Run() {
     }
     zmq::message_t message;
     while (socket_.recv(message, zmq::recv_flags::dontwait)) {
+      last_received_ = transport::Clock::now();
       wire::Frame frame;
       if (!frame.ParseFromArray(message.data(), static_cast<int>(message.size())) ||
           frame.magic() != wire::kMagic)

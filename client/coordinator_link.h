@@ -1,8 +1,11 @@
 // The runtime's connection to tuttid. One I/O thread owns the ZeroMQ DEALER socket (ZeroMQ sockets
 // are not thread-safe); other threads hand it frames through a locked queue and wake it with an
 // eventfd that it polls beside the socket. Announcements queued between two wakeups leave as one
-// Announce frame. Replies are matched to waiting callers; Execute frames go to a callback that
-// runs on the I/O thread and must not block.
+// Announce frame. Replies are matched to waiting callers; Execute and Fault frames go to callbacks
+// that run on the I/O thread and must not block.
+//
+// Liveness: once welcomed, the I/O thread itself sends a Heartbeat every interval (so a wedged
+// I/O thread stops them), and declares the coordinator lost after a lease of silence.
 #pragma once
 
 #include <sys/types.h>
@@ -30,6 +33,9 @@ class CoordinatorLink {
   struct Callbacks {
     std::function<void(wire::Execute&)> on_execute;
     std::function<void(const wire::Refusal&)> on_tensor_refused;
+    std::function<void(const wire::Fault&)> on_fault;
+    // The link is dead for good: coordinator lost, this rank evicted, or tuttid restarted.
+    std::function<void(const Status&)> on_dead;
   };
 
   CoordinatorLink(std::string endpoint, Callbacks callbacks);
@@ -54,6 +60,9 @@ class CoordinatorLink {
   void Wake();
   void Flush();
   void Dispatch(wire::Frame& frame);
+  void Die(const Status& status);
+  // Heartbeat and lease bookkeeping; returns how long the next poll may sleep.
+  std::chrono::milliseconds KeepAlive();
 
   const std::string endpoint_;
   const Callbacks callbacks_;
@@ -68,6 +77,12 @@ class CoordinatorLink {
   std::map<uint64_t, std::promise<wire::SetReply>> calls_;
   bool registered_ = false;
   bool stopping_ = false;
+  Status dead_;  // set once the link is dead; later calls fail with it
+  uint64_t epoch_ = 0;
+  std::chrono::milliseconds heartbeat_interval_{0}, lease_{0};
+
+  // I/O thread only.
+  transport::Clock::time_point last_received_, last_heartbeat_;
 
   std::atomic<uint64_t> next_request_id_{1};
   std::thread thread_;

@@ -26,6 +26,11 @@ class Lane {
 
   void Push(std::shared_ptr<Request> request);
 
+  const std::vector<int32_t>& members() const { return members_; }
+
+  // Wakes the collective in progress and fails it, and every later one, with `status`. Any thread.
+  void Abort(const Status& status) { context_->Abort(status); }
+
  private:
   void Run();
   Status Execute(const Request& request);

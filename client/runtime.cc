@@ -1,5 +1,7 @@
 #include "client/runtime.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace tutti::client {
@@ -37,7 +39,8 @@ Status CheckTensor(const char* which, const TensorArgs& t, size_t* count) {
 
 }  // namespace
 
-Runtime::Runtime(const RuntimeOptions& options) : options_(options), sets_(options.rank) {}
+Runtime::Runtime(const RuntimeOptions& options)
+    : options_(options), sets_(options.rank), owner_(getpid()) {}
 
 Status Runtime::Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* runtime) {
   std::unique_ptr<Runtime> created(new Runtime(options));
@@ -52,7 +55,9 @@ Status Runtime::Join() {
     link_ = std::make_unique<CoordinatorLink>(
         options_.coordinator,
         CoordinatorLink::Callbacks{[this](wire::Execute& e) { OnExecute(e); },
-                                   [this](const wire::Refusal& r) { OnTensorRefused(r); }});
+                                   [this](const wire::Refusal& r) { OnTensorRefused(r); },
+                                   [this](const wire::Fault& f) { OnFault(f); },
+                                   [this](const Status& s) { OnDead(s); }});
   } catch (const zmq::error_t& e) {
     return Invalid("cannot use coordinator endpoint '" + options_.coordinator + "': " + e.what());
   }
@@ -120,6 +125,10 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks) {
 
 Status Runtime::AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, int32_t* set_id) {
   if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return dead_;
+  }
   wire::Frame frame;
   const uint64_t request_id = link_->NextRequestId();
   frame.mutable_set_add()->set_request_id(request_id);
@@ -148,6 +157,10 @@ Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
   if (set_id == 0) return Invalid("the world process set (0) cannot be removed");
   std::vector<int32_t> unused;
   TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &unused));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return dead_;
+  }
   wire::Frame frame;
   const uint64_t request_id = link_->NextRequestId();
   frame.mutable_set_remove()->set_request_id(request_id);
@@ -177,8 +190,17 @@ Status Runtime::ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) con
   return sets_.Ranks(set_id, ranks);
 }
 
+Status Runtime::Broken(const std::vector<int32_t>& members) {
+  if (!dead_.ok()) return dead_;
+  for (const auto& [rank, status] : lost_)
+    if (std::binary_search(members.begin(), members.end(), rank)) return status;
+  return Status::Ok();
+}
+
 Status Runtime::Allreduce(AllreduceArgs args, std::shared_ptr<Request>* request) {
   TUTTI_RETURN_IF_ERROR(sets_.CheckMember(args.set_id));
+  std::vector<int32_t> members;
+  TUTTI_RETURN_IF_ERROR(sets_.Ranks(args.set_id, &members));
   size_t in_count = 0, out_count = 0;
   TUTTI_RETURN_IF_ERROR(CheckTensor("input", args.input, &in_count));
   TUTTI_RETURN_IF_ERROR(CheckTensor("output", args.output, &out_count));
@@ -214,6 +236,7 @@ Status Runtime::Allreduce(AllreduceArgs args, std::shared_ptr<Request>* request)
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
+    TUTTI_RETURN_IF_ERROR(Broken(members));
     auto& by_name = pending_[args.set_id];
     if (!by_name.emplace(args.name, created).second)
       return Status(Code::kDuplicateName, "a request named '" + args.name +
@@ -264,6 +287,35 @@ void Runtime::OnExecute(wire::Execute& execute) {
     else
       lane->second->Push(std::move(request));
   }
+}
+
+void Runtime::OnFault(const wire::Fault& fault) {
+  const Status status(static_cast<Code>(fault.error().code()), fault.error().message());
+  std::vector<int32_t> broken_sets;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int32_t rank : fault.lost_ranks()) {
+      lost_.emplace(rank, status);
+      for (auto& [id, lane] : lanes_) {
+        if (!std::binary_search(lane->members().begin(), lane->members().end(), rank)) continue;
+        lane->Abort(status);  // wakes a ring step blocked on the lost rank
+        broken_sets.push_back(id);
+      }
+    }
+  }
+  for (int32_t id : broken_sets) FailPending(id, status);
+}
+
+void Runtime::OnDead(const Status& status) {
+  std::vector<int32_t> sets;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return;
+    dead_ = status;
+    for (auto& [id, lane] : lanes_) lane->Abort(status);
+    for (const auto& [id, requests] : pending_) sets.push_back(id);
+  }
+  for (int32_t id : sets) FailPending(id, status);
 }
 
 void Runtime::OnTensorRefused(const wire::Refusal& refusal) {

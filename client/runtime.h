@@ -6,6 +6,8 @@
 // collectives. Locks are held only for short bookkeeping, never across I/O or a wait.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -51,6 +53,8 @@ class Runtime {
   int32_t cross_rank() const { return welcome_.cross_rank(); }
   int32_t cross_size() const { return welcome_.cross_size(); }
   int64_t timeout_ms() const { return options_.timeout_ms; }
+  // The process that created the runtime: after fork() only it may use the runtime.
+  pid_t owner() const { return owner_; }
 
   Status AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, int32_t* set_id);
   Status RemoveProcessSet(int32_t set_id, int64_t timeout_ms);
@@ -64,6 +68,10 @@ class Runtime {
   void OpenLane(int32_t set_id, const std::vector<int32_t>& ranks);
   void OnExecute(wire::Execute& execute);
   void OnTensorRefused(const wire::Refusal& refusal);
+  void OnFault(const wire::Fault& fault);
+  void OnDead(const Status& status);
+  // Why new work on `set_id` must fail at once (the runtime or a member is lost), or ok.
+  Status Broken(const std::vector<int32_t>& members);
   // Removes and returns this rank's pending request for (set, name); null if none.
   std::shared_ptr<Request> TakePending(int32_t set_id, const std::string& name);
   void FailPending(int32_t set_id, const Status& status);
@@ -73,10 +81,14 @@ class Runtime {
   wire::Welcome welcome_;
   SetRegistry sets_;
 
-  std::mutex mu_;  // guards pending_, lanes_ and shut_down_
+  const pid_t owner_;
+
+  std::mutex mu_;  // guards pending_, lanes_, shut_down_, dead_ and lost_
   std::map<int32_t, std::map<std::string, std::shared_ptr<Request>>> pending_;  // by set, name
   std::map<int32_t, std::unique_ptr<Lane>> lanes_;
   bool shut_down_ = false;
+  Status dead_;                      // coordinator lost or this rank evicted: everything fails
+  std::map<int32_t, Status> lost_;  // ranks declared lost, with the status their sets fail with
 
   // Declared last: destroyed first, so its I/O thread stops before the state it calls into.
   std::unique_ptr<CoordinatorLink> link_;

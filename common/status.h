@@ -26,6 +26,7 @@ enum class Code : int {
   kInternal = -14,
   kSetRemoved = -15,
   kUnsupported = -16,
+  kEvicted = -17,
 };
 
 class [[nodiscard]] Status {

@@ -27,8 +27,14 @@ uint64_t RandomEpoch() {
 
 struct Coordinator::Impl {
   explicit Impl(const CoordinatorOptions& options)
-      : core(options.rendezvous_timeout_ms, RandomEpoch()), socket(context, zmq::socket_type::router) {
+      : core(options.rendezvous_timeout_ms, RandomEpoch(),
+             Job::Liveness{options.heartbeat_interval_ms, options.lease_ms}),
+        socket(context, zmq::socket_type::router) {
     socket.set(zmq::sockopt::router_mandatory, 1);
+    // ZMTP heartbeats tear down connections whose TCP peer vanished; the application lease
+    // (Job::Tick) is what declares a rank lost.
+    socket.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(options.heartbeat_interval_ms));
+    socket.set(zmq::sockopt::heartbeat_timeout, static_cast<int>(options.lease_ms));
     socket.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
     socket.set(zmq::sockopt::linger, 0);
     try {
@@ -69,7 +75,14 @@ struct Coordinator::Impl {
         parts.push_back(std::move(next));
       }
       if (parts.size() != 2) {
-        spdlog::warn("dropped a message of {} frames (expected routing id + 1)", parts.size());
+        spdlog::warn("refused a message of {} frames", parts.size() - 1);
+        Outgoing refusal{parts[0].to_string(), {}};
+        refusal.frame.mutable_refusal()->mutable_error()->set_code(
+            static_cast<int32_t>(Code::kInvalidArgument));
+        refusal.frame.mutable_refusal()->mutable_error()->set_message(
+            "a message must be exactly one frame, got " + std::to_string(parts.size() - 1));
+        out.push_back(std::move(refusal));
+        Send(out);
         continue;
       }
       core.HandleFrame(parts[0].to_string(), parts[1].data(), parts[1].size(), Clock::now(), &out);

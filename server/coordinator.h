@@ -14,6 +14,10 @@ struct CoordinatorOptions {
   std::string bind = "tcp://127.0.0.1:*";
   // Rendezvous deadline for a job whose ranks do not ask for one.
   int64_t rendezvous_timeout_ms = 60000;
+  // Liveness (docs/failures.md): ranks send a heartbeat this often, and a rank silent for
+  // `lease_ms` is declared lost; ranks likewise declare tuttid lost after `lease_ms` of silence.
+  int64_t heartbeat_interval_ms = 1000;
+  int64_t lease_ms = 5000;
 };
 
 class Coordinator {

@@ -24,8 +24,11 @@ uint64_t RandomKey() {
 
 }  // namespace
 
-CoordinatorCore::CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch)
-    : default_rendezvous_timeout_ms_(default_rendezvous_timeout_ms), epoch_(epoch) {}
+CoordinatorCore::CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch,
+                                 Job::Liveness liveness)
+    : default_rendezvous_timeout_ms_(default_rendezvous_timeout_ms),
+      epoch_(epoch),
+      liveness_(liveness) {}
 
 void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, size_t size,
                                   Clock::time_point now, Outbox* out) {
@@ -36,15 +39,31 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
     Refuse(peer, status, out);
     return;
   }
-  if (frame.has_register_()) return HandleRegister(peer, frame.register_(), now, out);
-
   auto member = members_.find(peer);
   if (member == members_.end()) {
+    auto tombstone = evicted_.find(peer);
+    if (tombstone != evicted_.end()) return Refuse(peer, tombstone->second.status, out);
+    if (frame.epoch() != 0 && frame.epoch() != epoch_) {
+      spdlog::warn("refused a rank of epoch {:016x}: this tuttid runs epoch {:016x}", frame.epoch(),
+                   epoch_);
+      return Refuse(peer,
+                    Status(Code::kCoordinatorLost,
+                           fmt::format("coordinator lost: tuttid restarted (this rank joined epoch "
+                                       "{:016x}, tuttid now runs epoch {:016x}); restart the job",
+                                       frame.epoch(), epoch_)),
+                    out);
+    }
+    if (frame.has_register_()) return HandleRegister(peer, frame.register_(), now, out);
     Refuse(peer, Status(Code::kInvalidArgument, "register before sending anything else"), out);
+    return;
+  }
+  if (frame.has_register_()) {
+    Refuse(peer, Status(Code::kInvalidArgument, "this connection already registered"), out);
     return;
   }
   Job& job = *jobs_.at(member->second.job);
   const int32_t rank = member->second.rank;
+  job.Touch(rank, now);
   if (!job.welcomed()) {
     Refuse(peer, Status(Code::kInvalidArgument, "wait for the rendezvous to complete"), out);
     return;
@@ -53,9 +72,15 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
     case wire::Frame::kSetAdd: job.SetAdd(rank, frame.set_add(), now, out); break;
     case wire::Frame::kSetRemove: job.SetRemove(rank, frame.set_remove(), now, out); break;
     case wire::Frame::kAnnounce: job.Announce(rank, frame.announce(), out); break;
+    case wire::Frame::kHeartbeat: {
+      Outgoing echo{peer, {}};
+      echo.frame.mutable_heartbeat();
+      out->push_back(std::move(echo));
+      break;
+    }
     case wire::Frame::kBye:
       // Only welcomed ranks say Bye (a rank whose registration failed has nothing to leave).
-      job.Leave(rank);
+      job.Leave(rank, out);
       members_.erase(member);
       if (job.everyone_left()) {
         spdlog::info("job '{}': all ranks left", job.id());
@@ -68,17 +93,13 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
 
 void CoordinatorCore::HandleRegister(const std::string& peer, const wire::Register& msg,
                                      Clock::time_point now, Outbox* out) {
-  if (members_.count(peer)) {
-    Refuse(peer, Status(Code::kInvalidArgument, "this connection already registered"), out);
-    return;
-  }
   auto it = jobs_.find(msg.job());
   if (it == jobs_.end()) {
     const int64_t timeout = msg.rendezvous_timeout_ms() > 0 ? msg.rendezvous_timeout_ms()
                                                             : default_rendezvous_timeout_ms_;
     auto job = std::make_unique<Job>(msg.job(), msg.token(), msg.size(),
                                      now + std::chrono::milliseconds(timeout), timeout, RandomKey(),
-                                     epoch_);
+                                     epoch_, liveness_);
     it = jobs_.emplace(msg.job(), std::move(job)).first;
     spdlog::info("job '{}': created by rank {}, waiting for {} ranks", msg.job(), msg.rank(),
                  msg.size());
@@ -101,7 +122,16 @@ void CoordinatorCore::DropJob(const std::string& id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   for (const std::string& peer : it->second->peers()) members_.erase(peer);
+  for (auto t = evicted_.begin(); t != evicted_.end();)
+    t = t->second.job == id ? evicted_.erase(t) : std::next(t);
   jobs_.erase(it);
+}
+
+void CoordinatorCore::CollectEvicted(Job& job) {
+  for (auto& [peer, status] : job.TakeEvicted()) {
+    members_.erase(peer);
+    evicted_[peer] = Tombstone{job.id(), std::move(status)};
+  }
 }
 
 void CoordinatorCore::Tick(Clock::time_point now, Outbox* out) {
@@ -110,7 +140,8 @@ void CoordinatorCore::Tick(Clock::time_point now, Outbox* out) {
     auto deadline = job->NextDeadline();
     if (!deadline || *deadline > now) continue;
     job->Tick(now, out);
-    if (job->failed()) failed.push_back(id);
+    CollectEvicted(*job);
+    if (job->failed() || job->everyone_left()) failed.push_back(id);
   }
   for (const auto& id : failed) DropJob(id);
 }

@@ -15,7 +15,8 @@ namespace tutti::server {
 
 class CoordinatorCore {
  public:
-  CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch);
+  CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch, Job::Liveness liveness);
+  uint64_t epoch() const { return epoch_; }
 
   // Handles one frame from routing id `peer`; appends the frames to send to `out`.
   void HandleFrame(const std::string& peer, const void* data, size_t size, Clock::time_point now,
@@ -35,11 +36,21 @@ class CoordinatorCore {
   void HandleRegister(const std::string& peer, const wire::Register& msg, Clock::time_point now,
                       Outbox* out);
   void DropJob(const std::string& id);
+  // Moves the ranks `job` declared lost from members_ to evicted_.
+  void CollectEvicted(Job& job);
 
   int64_t default_rendezvous_timeout_ms_;
   uint64_t epoch_;
+  Job::Liveness liveness_;
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   std::map<std::string, Member> members_;  // by routing id
+  struct Tombstone {
+    std::string job;
+    Status status;
+  };
+  // Routing ids of ranks declared lost, kept while their job lives: whatever they send later is
+  // stale and answered with `status`.
+  std::map<std::string, Tombstone> evicted_;
 };
 
 }  // namespace tutti::server

@@ -27,7 +27,7 @@ void FillError(wire::Error* error, const Status& status) {
 }  // namespace
 
 Job::Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
-         int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch)
+         int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch, Liveness liveness)
     : id_(std::move(id)),
       token_(std::move(token)),
       size_(size),
@@ -37,6 +37,9 @@ Job::Job(std::string id, std::string token, int32_t size, Clock::time_point rend
       epoch_(epoch),
       registrations_(size),
       peer_of_rank_(size),
+      state_(size, RankState::kAlive),
+      last_seen_(size),
+      liveness_(liveness),
       sets_(size) {}
 
 std::vector<std::string> Job::peers() const {
@@ -98,6 +101,8 @@ void Job::Welcome(Outbox* out) {
   }
   base.set_job_key(key_);
   base.set_coordinator_epoch(epoch_);
+  base.set_heartbeat_interval_ms(liveness_.heartbeat_interval_ms);
+  base.set_lease_ms(liveness_.lease_ms);
 
   // local_rank: position among the ranks of the same host; cross_rank: position among the ranks
   // with the same local_rank (Horovod's definitions).
@@ -125,6 +130,8 @@ void Job::Welcome(Outbox* out) {
     out->push_back(std::move(o));
   }
   welcomed_ = true;
+  // Leases start now: a rank that waited long at the rendezvous is not late.
+  std::fill(last_seen_.begin(), last_seen_.end(), Clock::now());
   spdlog::info("job '{}': all {} ranks joined", id_, size_);
 }
 
@@ -177,6 +184,7 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
     spdlog::info("job '{}': process set {} removed", id_, id);
   }
   for (auto& reply : events.replies) {
+    if (!alive(reply.rank)) continue;
     Outgoing o{peer_of_rank_[reply.rank], {}};
     auto* set_reply = o.frame.mutable_set_reply();
     set_reply->set_request_id(reply.request_id);
@@ -212,11 +220,45 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
   execute->set_set_id(set_id);
   execute->set_seq(negotiator.TakeSeq());
   for (auto& r : responses) *execute->add_responses() = std::move(r);
-  for (int32_t member : negotiator.members()) out->push_back({peer_of_rank_[member], frame});
+  for (int32_t member : negotiator.members())
+    if (alive(member)) out->push_back({peer_of_rank_[member], frame});
 }
 
-void Job::Leave(int32_t rank) {
-  if (!peer_of_rank_[rank].empty()) ++left_;
+void Job::Touch(int32_t rank, Clock::time_point now) { last_seen_[rank] = now; }
+
+std::vector<std::pair<std::string, Status>> Job::TakeEvicted() {
+  std::vector<std::pair<std::string, Status>> evicted;
+  evicted.swap(evicted_);
+  return evicted;
+}
+
+void Job::Leave(int32_t rank, Outbox* out) {
+  Remove(rank, Status(Code::kPeerLost, fmt::format("peer lost: rank {} finalized", rank)),
+         /*fault=*/false, out);
+  state_[rank] = RankState::kLeft;
+}
+
+void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
+  if (!alive(rank)) return;
+  state_[rank] = RankState::kLost;
+  ++gone_;
+  for (auto& [id, negotiator] : negotiators_) {
+    if (!negotiator.contains(rank)) continue;
+    std::vector<wire::Response> failed;
+    negotiator.Break(status, &failed);
+    if (!failed.empty()) SendExecute(id, negotiator, std::move(failed), out);
+  }
+  ProcessSetTable::Events events;
+  sets_.MarkLost(rank, status, &events);
+  Apply(events, out);
+  if (!fault) return;
+  for (int32_t r = 0; r < size_; ++r) {
+    if (!alive(r)) continue;
+    Outgoing o{peer_of_rank_[r], {}};
+    o.frame.mutable_fault()->add_lost_ranks(rank);
+    FillError(o.frame.mutable_fault()->mutable_error(), status);
+    out->push_back(std::move(o));
+  }
 }
 
 void Job::Tick(Clock::time_point now, Outbox* out) {
@@ -234,11 +276,29 @@ void Job::Tick(Clock::time_point now, Outbox* out) {
   ProcessSetTable::Events events;
   sets_.Expire(now, &events);
   Apply(events, out);
+  if (!welcomed_) return;
+  const auto lease = std::chrono::milliseconds(liveness_.lease_ms);
+  for (int32_t r = 0; r < size_; ++r) {
+    if (!alive(r) || now - last_seen_[r] < lease) continue;
+    const std::string why = fmt::format("no heartbeat for {} ms", liveness_.lease_ms);
+    spdlog::warn("job '{}': rank {} lost: {}", id_, r, why);
+    Remove(r, Status(Code::kPeerLost, fmt::format("peer lost: rank {}: {}", r, why)),
+           /*fault=*/true, out);
+    evicted_.emplace_back(peer_of_rank_[r],
+                          Status(Code::kEvicted,
+                                 fmt::format("evicted: rank {} of job '{}' was declared lost ({}); "
+                                             "it can no longer take part in the job",
+                                             r, id_, why)));
+  }
 }
 
 std::optional<Clock::time_point> Job::NextDeadline() const {
   if (!welcomed_) return rendezvous_deadline_;
-  return sets_.NextDeadline();
+  std::optional<Clock::time_point> next = sets_.NextDeadline();
+  const auto lease = std::chrono::milliseconds(liveness_.lease_ms);
+  for (int32_t r = 0; r < size_; ++r)
+    if (alive(r) && (!next || last_seen_[r] + lease < *next)) next = last_seen_[r] + lease;
+  return next;
 }
 
 }  // namespace tutti::server

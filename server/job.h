@@ -22,8 +22,13 @@ using Outbox = std::vector<Outgoing>;
 
 class Job {
  public:
+  struct Liveness {
+    int64_t heartbeat_interval_ms;
+    int64_t lease_ms;
+  };
+
   Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
-      int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch);
+      int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch, Liveness liveness);
 
   const std::string& id() const { return id_; }
   const std::string& token() const { return token_; }
@@ -31,7 +36,7 @@ class Job {
   bool welcomed() const { return welcomed_; }
   // A failed job (rendezvous timed out or disagreed) has told its ranks and can be dropped.
   bool failed() const { return failed_; }
-  bool everyone_left() const { return welcomed_ && left_ == size_; }
+  bool everyone_left() const { return welcomed_ && gone_ == size_; }
   std::vector<std::string> peers() const;
 
   // Registers `peer` as `msg.rank()`; the world's last registration welcomes everyone. An error
@@ -40,8 +45,14 @@ class Job {
   void SetAdd(int32_t rank, const wire::SetAdd& msg, Clock::time_point now, Outbox* out);
   void SetRemove(int32_t rank, const wire::SetRemove& msg, Clock::time_point now, Outbox* out);
   void Announce(int32_t rank, const wire::Announce& msg, Outbox* out);
-  void Leave(int32_t rank);
+  // Orderly leave (Bye): collectives still waiting for this rank fail on the others.
+  void Leave(int32_t rank, Outbox* out);
+  // Any frame from `rank` proves its I/O path alive.
+  void Touch(int32_t rank, Clock::time_point now);
+  // Routing ids of ranks declared lost since the last call, with what to tell them if they speak.
+  std::vector<std::pair<std::string, Status>> TakeEvicted();
 
+  // Rendezvous deadline, set-change deadlines, leases.
   void Tick(Clock::time_point now, Outbox* out);
   std::optional<Clock::time_point> NextDeadline() const;
 
@@ -53,6 +64,11 @@ class Job {
                    Outbox* out);
   void Refuse(int32_t rank, const Status& status, int32_t set_id, const std::string& tensor,
               Outbox* out);
+  // Takes `rank` out of the job: its sets break, pending work involving it fails with `status`
+  // on the others; `fault` also tells every live rank (not done for an orderly leave, where
+  // collectives the rank completed may still be finishing on its peers).
+  void Remove(int32_t rank, const Status& status, bool fault, Outbox* out);
+  bool alive(int32_t rank) const { return state_[rank] == RankState::kAlive; }
 
   std::string id_;
   std::string token_;
@@ -63,8 +79,13 @@ class Job {
   uint64_t epoch_;
   std::vector<std::optional<wire::Register>> registrations_;  // by rank
   std::vector<std::string> peer_of_rank_;
+  enum class RankState { kAlive, kLost, kLeft };
+  std::vector<RankState> state_;
+  std::vector<Clock::time_point> last_seen_;
+  Liveness liveness_;
+  std::vector<std::pair<std::string, Status>> evicted_;
   int32_t registered_ = 0;
-  int32_t left_ = 0;
+  int32_t gone_ = 0;  // lost or left
   bool welcomed_ = false;
   bool failed_ = false;
   ProcessSetTable sets_;

@@ -28,6 +28,14 @@ int main(int argc, char** argv) {
                  "rendezvous deadline for jobs whose ranks do not set one")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--heartbeat-ms", options.heartbeat_interval_ms,
+                 "how often ranks send a heartbeat (sent to them at registration)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--lease-ms", options.lease_ms,
+                 "silence after which a rank is declared lost (and ranks declare tuttid lost)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))

@@ -90,7 +90,9 @@ Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
       if (frame->set_remove().timeout_ms() < 0) return Invalid("process set remove: negative timeout");
       return Status::Ok();
     case wire::Frame::kAnnounce: return ValidateAnnounce(frame->announce());
-    case wire::Frame::kBye: return Status::Ok();
+    case wire::Frame::kBye:
+    case wire::Frame::kHeartbeat:
+      return Status::Ok();
     case wire::Frame::BODY_NOT_SET: return Invalid("frame has no body");
     default:
       return Invalid(fmt::format("frame body {} is not sent by ranks",

@@ -47,8 +47,19 @@ std::string DescribeSpec(const wire::TensorSpec& spec) {
 Negotiator::Negotiator(int32_t set_id, std::vector<int32_t> members)
     : set_id_(set_id), members_(std::move(members)) {}
 
+bool Negotiator::contains(int32_t rank) const {
+  return std::binary_search(members_.begin(), members_.end(), rank);
+}
+
+void Negotiator::Break(const Status& status, std::vector<wire::Response>* out) {
+  if (!broken_.ok()) return;
+  FailPending(status, out);
+  broken_ = status;
+}
+
 Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
                             std::vector<wire::Response>* ready) {
+  if (!broken_.ok()) return broken_;
   auto it = std::lower_bound(members_.begin(), members_.end(), rank);
   if (it == members_.end() || *it != rank)
     return Status(Code::kNotAMember,

@@ -28,6 +28,11 @@ class Negotiator {
   // Fails every tensor still waiting for members with `status`.
   void FailPending(const Status& status, std::vector<wire::Response>* out);
 
+  // After a member is lost the set cannot run collectives: pending tensors fail with `status`
+  // and later announcements are refused with it.
+  void Break(const Status& status, std::vector<wire::Response>* out);
+  bool contains(int32_t rank) const;
+
   // Sequence number for the next Execute sent to this set's members.
   uint64_t TakeSeq() { return next_seq_++; }
 
@@ -45,6 +50,7 @@ class Negotiator {
   std::unordered_map<std::string, Pending> pending_;
   std::list<std::string> pending_order_;  // first-announced order, for deterministic FailPending
   uint64_t next_seq_ = 0;
+  Status broken_;
 };
 
 // "allreduce float32[4, 2] op=sum" plus any non-default scale factors and device.

@@ -79,6 +79,13 @@ void ProcessSetTable::Add(int32_t caller, uint64_t request_id, std::vector<int32
     events->replies.push_back({caller, request_id, status, -1, {}});
     return;
   }
+  for (int32_t r : ranks) {
+    auto lost = lost_.find(r);
+    if (lost != lost_.end()) {
+      events->replies.push_back({caller, request_id, lost->second, -1, {}});
+      return;
+    }
+  }
   auto [it, fresh] = by_ranks_.try_emplace(ranks, next_id_);
   const int32_t id = it->second;
   if (fresh) live_[next_id_++] = Entry{ranks, State::kAdding, {}};
@@ -152,6 +159,17 @@ void ProcessSetTable::Expire(Clock::time_point now, Events* events) {
     entry.waiters.erase(std::remove_if(entry.waiters.begin(), entry.waiters.end(), expired),
                         entry.waiters.end());
     if (entry.state == State::kRemoving && entry.waiters.empty()) entry.state = State::kActive;
+  }
+}
+
+void ProcessSetTable::MarkLost(int32_t rank, const Status& status, Events* events) {
+  lost_.emplace(rank, status);
+  for (auto& [id, entry] : live_) {
+    if (!std::binary_search(entry.ranks.begin(), entry.ranks.end(), rank)) continue;
+    for (const Waiter& w : entry.waiters)
+      if (w.rank != rank) events->replies.push_back({w.rank, w.request_id, status, id, {}});
+    entry.waiters.clear();
+    if (entry.state == State::kRemoving) entry.state = State::kActive;
   }
 }
 

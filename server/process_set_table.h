@@ -48,6 +48,10 @@ class ProcessSetTable {
               Clock::time_point now, Events* events);
   // Answers the waiters whose deadline passed with a timeout naming the ranks that never came.
   void Expire(Clock::time_point now, Events* events);
+
+  // `rank` is gone for good: changes of sets containing it fail now with `status`, and so do
+  // later adds of such sets.
+  void MarkLost(int32_t rank, const Status& status, Events* events);
   std::optional<Clock::time_point> NextDeadline() const;
 
   // The sorted ranks of an active set, or kUnknownSet saying why there is none.
@@ -74,6 +78,7 @@ class ProcessSetTable {
   int32_t next_id_ = 1;
   std::map<int32_t, Entry> live_;                   // by id: adding, active or removing
   std::map<std::vector<int32_t>, int32_t> by_ranks_;  // the live sets by their rank list
+  std::map<int32_t, Status> lost_;                    // ranks gone, with why
 };
 
 // "[0, 2, 3]"

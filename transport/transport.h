@@ -29,6 +29,10 @@ class Context {
   // reset; the message names the rank), kTimeout (no progress until `deadline`), kShutDown.
   virtual Status SendRecv(int32_t to, const void* send, size_t send_len, int32_t from, void* recv,
                           size_t recv_len, Deadline deadline) = 0;
+
+  // Wakes a SendRecv blocked on this context and makes it, and every later one, return `status`
+  // (a peer was declared lost, the coordinator is gone). The only method any thread may call.
+  virtual void Abort(const Status& status) = 0;
 };
 
 // One per runtime: the listener other ranks connect to and the factory of contexts. Thread-safe.

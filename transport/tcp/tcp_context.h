@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <mutex>
 
 #include "transport/tcp/tcp_device.h"
 
@@ -15,8 +16,12 @@ class TcpContext : public Context {
 
   Status SendRecv(int32_t to, const void* send, size_t send_len, int32_t from, void* recv,
                   size_t recv_len, Deadline deadline) override;
+  void Abort(const Status& status) override;
 
  private:
+  // The abort status once Abort() was called (then the abort eventfd is readable), else ok.
+  Status Aborted();
+
   Status Connection(int32_t peer, Deadline deadline, int* fd);
 
   TcpDevice* device_;
@@ -26,6 +31,10 @@ class TcpContext : public Context {
   std::map<int32_t, UniqueFd> connections_;
   // A failed connection leaves its stream in an unknown state: every later call fails the same way.
   Status broken_;
+
+  UniqueFd abort_fd_;  // eventfd, readable once aborted
+  std::mutex abort_mu_;
+  Status abort_status_;
 };
 
 }  // namespace tutti::transport

@@ -89,8 +89,15 @@ void TcpDevice::AcceptLoop() {
   }
 }
 
+namespace {
+bool Readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+}  // namespace
+
 Status TcpDevice::Connect(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
-                          Deadline deadline, UniqueFd* out) {
+                          Deadline deadline, int abort_fd, UniqueFd* out) {
   const std::string who = "rank " + std::to_string(peer) + " at " + endpoint;
   std::string host;
   uint16_t port = 0;
@@ -103,10 +110,11 @@ Status TcpDevice::Connect(int32_t set_id, int32_t self, int32_t peer, const std:
   if (!fd) return Status(Code::kInternal, Errno("socket"));
   if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     if (errno != EINPROGRESS) return Status(Code::kPeerLost, Errno("peer lost: cannot connect to " + who));
-    pollfd fds[2] = {{fd.get(), POLLOUT, 0}, {cancel_.get(), POLLIN, 0}};
-    int ready = poll(fds, 2, PollTimeoutMs(deadline));
+    pollfd fds[3] = {{fd.get(), POLLOUT, 0}, {cancel_.get(), POLLIN, 0}, {abort_fd, POLLIN, 0}};
+    int ready = poll(fds, 3, PollTimeoutMs(deadline));
     if (ready == 0) return Status(Code::kTimeout, "connecting to " + who + " timed out");
     if (fds[1].revents & POLLIN) return Status(Code::kShutDown, "runtime shut down");
+    if (fds[2].revents & POLLIN) return Status(Code::kAborted, "aborted");
     int error = 0;
     socklen_t len = sizeof(error);
     getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len);
@@ -122,12 +130,13 @@ Status TcpDevice::Connect(int32_t set_id, int32_t self, int32_t peer, const std:
   return Status::Ok();
 }
 
-Status TcpDevice::Accept(int32_t set_id, int32_t peer, Deadline deadline, UniqueFd* out) {
+Status TcpDevice::Accept(int32_t set_id, int32_t peer, Deadline deadline, int abort_fd,
+                         UniqueFd* out) {
   std::unique_lock<std::mutex> lock(mu_);
   auto key = std::make_pair(set_id, peer);
   while (!parked_.count(key)) {
-    pollfd cancel{cancel_.get(), POLLIN, 0};
-    if (poll(&cancel, 1, 0) > 0) return Status(Code::kShutDown, "runtime shut down");
+    if (Readable(cancel_.get())) return Status(Code::kShutDown, "runtime shut down");
+    if (Readable(abort_fd)) return Status(Code::kAborted, "aborted");
     if (parked_cv_.wait_until(lock, deadline) == std::cv_status::timeout && !parked_.count(key))
       return Status(Code::kTimeout, "rank " + std::to_string(peer) +
                                         " did not connect for process set " +

@@ -29,10 +29,12 @@ class TcpDevice : public Device {
                                          std::vector<std::string> endpoints) override;
   void Shutdown() override;
 
-  // Used by TcpContext (from its lane thread).
+  // Used by TcpContext (from its lane thread). `abort_fd` readable ends the wait early.
   Status Connect(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
-                 Deadline deadline, UniqueFd* out);
-  Status Accept(int32_t set_id, int32_t peer, Deadline deadline, UniqueFd* out);
+                 Deadline deadline, int abort_fd, UniqueFd* out);
+  Status Accept(int32_t set_id, int32_t peer, Deadline deadline, int abort_fd, UniqueFd* out);
+  // Makes waiting Accept calls look at their abort fd.
+  void WakeAccepts() { parked_cv_.notify_all(); }
   void Forget(int32_t set_id);
   int cancel_fd() const { return cancel_.get(); }
 

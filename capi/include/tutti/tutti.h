@@ -56,6 +56,7 @@ typedef int32_t tutti_status_t;
 #define TUTTI_ERR_INTERNAL (-14)
 #define TUTTI_ERR_SET_REMOVED (-15)
 #define TUTTI_ERR_UNSUPPORTED (-16)
+#define TUTTI_ERR_EVICTED (-17)
 
 /* ---- data types, reduce ops, devices ------------------------------------------------------- */
 #define TUTTI_DTYPE_FLOAT16 1
