@@ -206,6 +206,14 @@ std::chrono::milliseconds CoordinatorLink::KeepAlive() {
   }
   const auto now = transport::Clock::now();
   if (last_received_ == transport::Clock::time_point{}) last_received_ = last_heartbeat_ = now;
+  // A loop that overslept by far means this process was frozen (SIGSTOP, a debugger): the
+  // silence was ours, not the coordinator's. Ask again and give it a full lease to answer, which
+  // is also how a frozen rank learns that it was evicted meanwhile.
+  if (last_loop_ != transport::Clock::time_point{} && now - last_loop_ > interval + lease / 2) {
+    last_received_ = now;
+    last_heartbeat_ = now - interval;
+  }
+  last_loop_ = now;
   if (now - last_received_ >= lease) {
     Die(Status(Code::kCoordinatorLost,
                "coordinator lost: no message from " + endpoint_ + " for " +

@@ -82,7 +82,7 @@ class CoordinatorLink {
   std::chrono::milliseconds heartbeat_interval_{0}, lease_{0};
 
   // I/O thread only.
-  transport::Clock::time_point last_received_, last_heartbeat_;
+  transport::Clock::time_point last_received_, last_heartbeat_, last_loop_;
 
   std::atomic<uint64_t> next_request_id_{1};
   std::thread thread_;

@@ -42,7 +42,12 @@ void Lane::Run() {
       request = std::move(queue_.front());
       queue_.pop_front();
     }
-    request->Complete(Execute(*request));
+    Status status = Execute(*request);
+    if (status.code() == Code::kPeerLost) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (broken_.ok()) broken_ = Status(status.code(), peer_lost_cause_);
+    }
+    request->Complete(std::move(status));
   }
 }
 
@@ -53,6 +58,7 @@ Status Lane::Execute(const Request& request) {
   ScaleCopy(op.output, op.input, op.count, dtype, op.spec.prescale());
   Status status = RingAllreduce(*context_, members_, self_, op.output, op.count, dtype, reduce_op,
                                 step_timeout_, &scratch_);
+  if (status.code() == Code::kPeerLost) peer_lost_cause_ = status.message();
   if (!status.ok())
     return Status(status.code(), status.message() + " (allreduce '" + request.name() +
                                      "' on process set " + std::to_string(set_id_) + ")");

@@ -31,6 +31,13 @@ class Lane {
   // Wakes the collective in progress and fails it, and every later one, with `status`. Any thread.
   void Abort(const Status& status) { context_->Abort(status); }
 
+  // Once a collective lost a peer, the set's data plane is unusable: the status to fail new
+  // submissions with at once, or ok. Any thread.
+  Status broken() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return broken_;
+  }
+
  private:
   void Run();
   Status Execute(const Request& request);
@@ -41,11 +48,13 @@ class Lane {
   std::unique_ptr<transport::Context> context_;
   const std::chrono::milliseconds step_timeout_;
   std::vector<char> scratch_;
+  std::string peer_lost_cause_;  // lane thread only
 
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::deque<std::shared_ptr<Request>> queue_;
   bool stopping_ = false;
+  Status broken_;
   std::thread thread_;
 };
 

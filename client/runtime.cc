@@ -190,8 +190,10 @@ Status Runtime::ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) con
   return sets_.Ranks(set_id, ranks);
 }
 
-Status Runtime::Broken(const std::vector<int32_t>& members) {
+Status Runtime::Broken(int32_t set_id, const std::vector<int32_t>& members) {
   if (!dead_.ok()) return dead_;
+  auto lane = lanes_.find(set_id);
+  if (lane != lanes_.end()) TUTTI_RETURN_IF_ERROR(lane->second->broken());
   for (const auto& [rank, status] : lost_)
     if (std::binary_search(members.begin(), members.end(), rank)) return status;
   return Status::Ok();
@@ -236,7 +238,7 @@ Status Runtime::Allreduce(AllreduceArgs args, std::shared_ptr<Request>* request)
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
-    TUTTI_RETURN_IF_ERROR(Broken(members));
+    TUTTI_RETURN_IF_ERROR(Broken(args.set_id, members));
     auto& by_name = pending_[args.set_id];
     if (!by_name.emplace(args.name, created).second)
       return Status(Code::kDuplicateName, "a request named '" + args.name +

@@ -71,7 +71,7 @@ class Runtime {
   void OnFault(const wire::Fault& fault);
   void OnDead(const Status& status);
   // Why new work on `set_id` must fail at once (the runtime or a member is lost), or ok.
-  Status Broken(const std::vector<int32_t>& members);
+  Status Broken(int32_t set_id, const std::vector<int32_t>& members);
   // Removes and returns this rank's pending request for (set, name); null if none.
   std::shared_ptr<Request> TakePending(int32_t set_id, const std::string& name);
   void FailPending(int32_t set_id, const Status& status);

@@ -63,7 +63,7 @@ Status TcpContext::SendRecv(int32_t to, const void* send_buf, size_t send_len, i
   char* in = static_cast<char*>(recv_buf);
   size_t sent = 0, received = 0;
   auto lost = [&](int32_t peer, const std::string& why) {
-    return broken_ = Status(Code::kPeerLost, "peer lost: rank " + std::to_string(peer) + " " + why);
+    return broken_ = Status(Code::kPeerLost, "peer lost: rank " + std::to_string(peer) + ": " + why);
   };
   while (sent < send_len || received < recv_len) {
     bool progress = false;
@@ -73,7 +73,7 @@ Status TcpContext::SendRecv(int32_t to, const void* send_buf, size_t send_len, i
         sent += static_cast<size_t>(n);
         progress = true;
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return lost(to, std::string("(send: ") + std::strerror(errno) + ")");
+        return lost(to, std::string("send: ") + std::strerror(errno));
       }
     }
     if (received < recv_len) {
@@ -82,9 +82,9 @@ Status TcpContext::SendRecv(int32_t to, const void* send_buf, size_t send_len, i
         received += static_cast<size_t>(n);
         progress = true;
       } else if (n == 0) {
-        return lost(from, "closed the connection");
+        return lost(from, "connection closed");
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return lost(from, std::string("(recv: ") + std::strerror(errno) + ")");
+        return lost(from, std::string("recv: ") + std::strerror(errno));
       }
     }
     if (progress) continue;

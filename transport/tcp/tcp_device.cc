@@ -99,6 +99,8 @@ bool Readable(int fd) {
 Status TcpDevice::Connect(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
                           Deadline deadline, int abort_fd, UniqueFd* out) {
   const std::string who = "rank " + std::to_string(peer) + " at " + endpoint;
+  // Every failure to reach the peer reads "peer lost: rank K: ...", like those of SendRecv.
+  const std::string lost = "peer lost: rank " + std::to_string(peer) + ": cannot connect to " + endpoint;
   std::string host;
   uint16_t port = 0;
   sockaddr_in addr{};
@@ -109,7 +111,7 @@ Status TcpDevice::Connect(int32_t set_id, int32_t self, int32_t peer, const std:
   UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) return Status(Code::kInternal, Errno("socket"));
   if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    if (errno != EINPROGRESS) return Status(Code::kPeerLost, Errno("peer lost: cannot connect to " + who));
+    if (errno != EINPROGRESS) return Status(Code::kPeerLost, Errno(lost));
     pollfd fds[3] = {{fd.get(), POLLOUT, 0}, {cancel_.get(), POLLIN, 0}, {abort_fd, POLLIN, 0}};
     int ready = poll(fds, 3, PollTimeoutMs(deadline));
     if (ready == 0) return Status(Code::kTimeout, "connecting to " + who + " timed out");
@@ -119,13 +121,12 @@ Status TcpDevice::Connect(int32_t set_id, int32_t self, int32_t peer, const std:
     socklen_t len = sizeof(error);
     getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len);
     if (error != 0)
-      return Status(Code::kPeerLost,
-                    "peer lost: cannot connect to " + who + ": " + std::strerror(error));
+      return Status(Code::kPeerLost, lost + ": " + std::strerror(error));
   }
   SetNoDelay(fd.get());
   Hello hello{kHelloMagic, set_id, self, 0, key_.load()};
   Status status = WriteFully(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(), who);
-  if (!status.ok()) return Status(status.code(), "peer lost: " + status.message());
+  if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
   *out = std::move(fd);
   return Status::Ok();
 }
