@@ -18,6 +18,8 @@ struct CoordinatorOptions {
   // `lease_ms` is declared lost; ranks likewise declare tuttid lost after `lease_ms` of silence.
   int64_t heartbeat_interval_ms = 1000;
   int64_t lease_ms = 5000;
+  // Jobs served at once; registrations of further jobs are refused, bounding memory.
+  int64_t max_jobs = 1024;
 };
 
 class Coordinator {

@@ -25,10 +25,11 @@ uint64_t RandomKey() {
 }  // namespace
 
 CoordinatorCore::CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch,
-                                 Job::Liveness liveness)
+                                 Job::Liveness liveness, size_t max_jobs)
     : default_rendezvous_timeout_ms_(default_rendezvous_timeout_ms),
       epoch_(epoch),
-      liveness_(liveness) {}
+      liveness_(liveness),
+      max_jobs_(max_jobs) {}
 
 void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, size_t size,
                                   Clock::time_point now, Outbox* out) {
@@ -94,6 +95,14 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
 void CoordinatorCore::HandleRegister(const std::string& peer, const wire::Register& msg,
                                      Clock::time_point now, Outbox* out) {
   auto it = jobs_.find(msg.job());
+  if (it == jobs_.end() && jobs_.size() >= max_jobs_) {
+    spdlog::warn("refused job '{}': already serving {} jobs", msg.job(), jobs_.size());
+    Refuse(peer,
+           Status(Code::kInvalidArgument,
+                  fmt::format("tuttid already serves {} jobs, its limit (--max-jobs)", max_jobs_)),
+           out);
+    return;
+  }
   if (it == jobs_.end()) {
     const int64_t timeout = msg.rendezvous_timeout_ms() > 0 ? msg.rendezvous_timeout_ms()
                                                             : default_rendezvous_timeout_ms_;

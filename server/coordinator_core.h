@@ -15,7 +15,8 @@ namespace tutti::server {
 
 class CoordinatorCore {
  public:
-  CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch, Job::Liveness liveness);
+  CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch, Job::Liveness liveness,
+                  size_t max_jobs);
   uint64_t epoch() const { return epoch_; }
 
   // Handles one frame from routing id `peer`; appends the frames to send to `out`.
@@ -42,6 +43,7 @@ class CoordinatorCore {
   int64_t default_rendezvous_timeout_ms_;
   uint64_t epoch_;
   Job::Liveness liveness_;
+  size_t max_jobs_;
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   std::map<std::string, Member> members_;  // by routing id
   struct Tombstone {

@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
                  "silence after which a rank is declared lost (and ranks declare tuttid lost)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-jobs", options.max_jobs, "jobs served at once; more are refused")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))

@@ -66,6 +66,10 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
                   fmt::format("rank {} is not a member of process set {}", rank, set_id_));
   const size_t index = static_cast<size_t>(it - members_.begin());
 
+  if (pending_.size() >= kMaxPending && !pending_.count(spec.name()))
+    return Status(Code::kInvalidArgument,
+                  fmt::format("process set {} already has {} tensors waiting for members", set_id_,
+                              kMaxPending));
   auto [entry, fresh] = pending_.try_emplace(spec.name());
   Pending& pending = entry->second;
   if (fresh) {

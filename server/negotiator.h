@@ -17,6 +17,10 @@ namespace tutti::server {
 
 class Negotiator {
  public:
+  // Tensors one set may have waiting for members; beyond it announcements are refused, so that a
+  // rank announcing without end cannot grow tuttid's memory without bound.
+  static constexpr size_t kMaxPending = 1 << 20;
+
   Negotiator(int32_t set_id, std::vector<int32_t> members);
 
   const std::vector<int32_t>& members() const { return members_; }

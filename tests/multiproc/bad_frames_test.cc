@@ -1,0 +1,165 @@
+// Frames a rank would never send, thrown at a real tuttid from raw ZeroMQ sockets while a job
+// runs on it: each offender gets the exact refusal (or is disconnected, for oversized frames),
+// and the job completes.
+#include <gtest/gtest.h>
+#include <zmq.hpp>
+
+#include "multiproc/cluster.h"
+#include "proto/protocol.h"
+
+namespace tutti::testing {
+namespace {
+
+// A raw DEALER connected to tuttid, as a misbehaving client would have.
+class RawClient {
+ public:
+  explicit RawClient(const std::string& endpoint) : socket_(context_, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.set(zmq::sockopt::rcvtimeo, 10000);
+    socket_.connect(endpoint);
+  }
+  void Send(const std::string& bytes) { socket_.send(zmq::buffer(bytes), zmq::send_flags::none); }
+  void SendParts(const std::vector<std::string>& parts) {
+    for (size_t i = 0; i < parts.size(); ++i)
+      socket_.send(zmq::buffer(parts[i]), i + 1 < parts.size() ? zmq::send_flags::sndmore
+                                                               : zmq::send_flags::none);
+  }
+  // The refusal's "<code> <message>", or "" if nothing came within the receive timeout.
+  std::string Refusal() {
+    zmq::message_t reply;
+    if (!socket_.recv(reply)) return "";
+    wire::Frame frame;
+    if (!frame.ParseFromArray(reply.data(), static_cast<int>(reply.size())) || !frame.has_refusal())
+      return "not a refusal";
+    return std::to_string(frame.refusal().error().code()) + " " + frame.refusal().error().message();
+  }
+  void SetReceiveTimeout(int ms) { socket_.set(zmq::sockopt::rcvtimeo, ms); }
+
+ private:
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;
+};
+
+std::string Encoded(wire::Frame frame) { return wire::Encode(frame); }
+
+wire::Frame Register(int32_t rank, int32_t size) {
+  wire::Frame frame;
+  frame.mutable_register_()->set_job("intruder");
+  frame.mutable_register_()->set_rank(rank);
+  frame.mutable_register_()->set_size(size);
+  return frame;
+}
+
+struct Case {
+  const char* what;
+  std::vector<std::string> parts;
+  std::string refusal;
+};
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  cases.push_back({"garbage", {std::string("\xff\xff\xff\xff\x0f garbage", 13)},
+                   "-1 malformed frame: not a tutti protobuf message"});
+  cases.push_back({"empty frame", {""}, "-1 bad magic 0x00000000: not a tutti client"});
+  std::string truncated = Encoded(Register(0, 2));
+  truncated.resize(truncated.size() - 3);
+  cases.push_back({"truncated", {truncated}, "-1 malformed frame: not a tutti protobuf message"});
+  wire::Frame unstamped = Register(0, 2);
+  cases.push_back({"no magic", {unstamped.SerializeAsString()},
+                   "-1 bad magic 0x00000000: not a tutti client"});
+  wire::Frame future = Register(0, 2);
+  future.set_magic(wire::kMagic);
+  future.set_version(99);
+  cases.push_back({"other protocol version", {future.SerializeAsString()},
+                   "-11 version mismatch: client 99, coordinator 1"});
+  cases.push_back({"two frames", {Encoded(Register(0, 2)), "extra"},
+                   "-1 a message must be exactly one frame, got 2"});
+  cases.push_back({"negative size", {Encoded(Register(0, -1))},
+                   "-1 register: world size -1 outside [1, 1048576]"});
+  cases.push_back({"absurd size", {Encoded(Register(0, 1 << 30))},
+                   "-1 register: world size 1073741824 outside [1, 1048576]"});
+  wire::Frame announce;
+  auto* spec = announce.mutable_announce()->add_sets()->add_tensors();
+  spec->set_name("x");
+  spec->set_kind(wire::COLLECTIVE_ALLREDUCE);
+  spec->set_dtype(3);
+  spec->set_reduce_op(1);
+  cases.push_back({"announce before register", {Encoded(announce)},
+                   "-1 register before sending anything else"});
+  spec->set_dtype(1234);
+  cases.push_back({"unknown dtype", {Encoded(announce)}, "-1 tensor 'x': unknown dtype 1234"});
+  spec->set_dtype(3);
+  spec->add_shape(-5);
+  cases.push_back({"negative dimension", {Encoded(announce)}, "-1 tensor 'x': negative dimension -5"});
+  spec->clear_shape();
+  for (int i = 0; i < 3; ++i) spec->add_shape(int64_t{1} << 40);
+  cases.push_back({"overflowing shape", {Encoded(announce)}, "-1 tensor 'x': shape too large"});
+  wire::Frame welcome;
+  welcome.mutable_welcome()->set_local_rank(3);
+  cases.push_back({"server-only body", {Encoded(welcome)}, "-1 frame body 11 is not sent by ranks"});
+  wire::Frame heartbeat;
+  heartbeat.mutable_heartbeat();
+  cases.push_back({"heartbeat before register", {Encoded(heartbeat)},
+                   "-1 register before sending anything else"});
+  return cases;
+}
+
+TEST(BadFrames, EachIsRefusedWhileAJobRuns) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 2;
+  auto ranks = StartRanks(tuttid, "steady", options);
+  for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("w 0", In(60))) << rank->transcript();
+
+  for (const Case& c : Cases()) {
+    RawClient client(tuttid.endpoint());
+    client.SendParts(c.parts);
+    EXPECT_EQ(client.Refusal(), c.refusal) << c.what;
+  }
+
+  // Over ZMQ_MAXMSGSIZE: ZeroMQ drops the connection; nothing is answered, nothing is kept.
+  RawClient huge(tuttid.endpoint());
+  huge.SetReceiveTimeout(1000);
+  huge.Send(std::string(static_cast<size_t>(wire::kMaxFrameBytes) + 1, 'x'));
+  EXPECT_EQ(huge.Refusal(), "");
+
+  // A frame claiming another coordinator epoch is a rank of a tuttid that restarted.
+  wire::Frame stale;
+  stale.mutable_heartbeat();
+  RawClient old(tuttid.endpoint());
+  old.Send(wire::Encode(stale, 0x1234));
+  const std::string refusal = old.Refusal();
+  EXPECT_EQ(refusal.rfind("-7 coordinator lost: tuttid restarted (this rank joined epoch 0000000000001234, "
+                          "tuttid now runs epoch ", 0), 0u) << refusal;
+
+  // The job still makes progress, and finishes cleanly.
+  for (auto& rank : ranks) {
+    auto line = rank->ReadLine(In(60));
+    ASSERT_TRUE(line) << rank->transcript();
+    ASSERT_TRUE(rank->ReadUntil("w ", In(60))) << rank->transcript();
+    rank->WriteLine("go");
+  }
+  ExpectAllSucceed(ranks);
+  EXPECT_FALSE(tuttid.process().Wait(Clock::now()).has_value()) << "tuttid exited";
+}
+
+TEST(BadFrames, JobsBeyondTheLimitAreRefused) {
+  Tuttid tuttid({"--max-jobs", "2", "--log-level", "info"});
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int job = 0; job < 3; ++job) {
+    const std::string id = "job-" + std::to_string(job);
+    wire::Frame frame = Register(0, 2);  // jobs of 2 ranks that never complete
+    frame.mutable_register_()->set_job(id);
+    clients.push_back(std::make_unique<RawClient>(tuttid.endpoint()));
+    clients.back()->Send(Encoded(frame));
+    // Separate sockets have no order between them: wait until tuttid took this one.
+    if (job < 2)
+      ASSERT_TRUE(tuttid.process().ReadUntilContaining("job '" + id + "': created", In(60)))
+          << tuttid.process().transcript();
+  }
+  clients.back()->SetReceiveTimeout(10000);
+  EXPECT_EQ(clients.back()->Refusal(), "-1 tuttid already serves 2 jobs, its limit (--max-jobs)");
+}
+
+}  // namespace
+}  // namespace tutti::testing
