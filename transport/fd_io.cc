@@ -45,7 +45,7 @@ Status Transfer(int fd, size_t len, short event, Deadline deadline, int cancel,
     int ready = poll(fds, cancel >= 0 ? 2 : 1, PollTimeoutMs(deadline));
     if (ready < 0 && errno != EINTR) return Status(Code::kInternal, std::strerror(errno));
     if (ready == 0) return Status(Code::kTimeout, "no progress from " + what + " before the deadline");
-    if (cancel >= 0 && (fds[1].revents & POLLIN)) return Status(Code::kShutDown, "runtime shut down");
+    if (cancel >= 0 && (fds[1].revents & POLLIN)) return Status(Code::kShutDown, "the runtime was finalized");
   }
   return Status::Ok();
 }

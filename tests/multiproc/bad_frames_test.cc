@@ -153,9 +153,10 @@ TEST(BadFrames, JobsBeyondTheLimitAreRefused) {
     clients.push_back(std::make_unique<RawClient>(tuttid.endpoint()));
     clients.back()->Send(Encoded(frame));
     // Separate sockets have no order between them: wait until tuttid took this one.
-    if (job < 2)
+    if (job < 2) {
       ASSERT_TRUE(tuttid.process().ReadUntilContaining("job '" + id + "': created", In(60)))
           << tuttid.process().transcript();
+    }
   }
   clients.back()->SetReceiveTimeout(10000);
   EXPECT_EQ(clients.back()->Refusal(), "-1 tuttid already serves 2 jobs, its limit (--max-jobs)");

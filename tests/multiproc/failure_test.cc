@@ -142,5 +142,23 @@ TEST(Failures, RestartedCoordinatorRefusesRanksOfTheOldEpoch) {
   ExpectAllSucceed(ranks);
 }
 
+TEST(Failures, FinalizeWithACollectiveInFlightReturnsPromptly) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 2;
+  auto ranks = StartRanks(tuttid, "finalize_in_flight", options);
+  for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("started", In(60))) << rank->transcript();
+  ranks[1]->Signal(SIGSTOP);  // rank 0's ring step now waits on a peer that never answers
+  ranks[0]->WriteLine("go");
+  auto finalized = ranks[0]->ReadUntil("finalized ", In(60));
+  ASSERT_TRUE(finalized) << ranks[0]->transcript();
+  EXPECT_TRUE(StartsWith(*finalized, "0 ")) << *finalized;
+  EXPECT_LT(std::stoll(finalized->substr(2)), 10000) << *finalized;
+  auto request = ranks[0]->ReadUntil("request ", In(30));
+  ASSERT_TRUE(request) << ranks[0]->transcript();
+  EXPECT_TRUE(StartsWith(*request, "-13 the runtime was finalized")) << *request;
+  EXPECT_EQ(ranks[0]->Wait(In(30)), 0);
+}
+
 }  // namespace
 }  // namespace tutti::testing

@@ -583,6 +583,26 @@ int ForkThenDie() {
   return 0;
 }
 
+// Two ranks start a 64 MiB allreduce ("started"); the harness freezes rank 1 and tells rank 0 to
+// finalize with the request in flight: prints "finalized <status> <ms>" and "request <status>
+// <message>". Rank 1 never gets further.
+int FinalizeInFlight() {
+  Tensor big(TUTTI_DTYPE_FLOAT32, 16 << 20, 4);
+  tutti_request_t request;
+  Check("submit", tutti_allreduce(rt, "big", TUTTI_WORLD, &big.desc, &big.desc, nullptr, &request));
+  Say("started");
+  AwaitGo();
+  auto start = std::chrono::steady_clock::now();
+  tutti_status_t status = tutti_finalize(rt);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  rt = nullptr;
+  Say("finalized %d %lld", status, static_cast<long long>(ms.count()));
+  status = tutti_request_wait(request, 0);
+  Say("request %d %s", status, tutti_last_error());
+  tutti_request_free(request);
+  std::exit(0);  // the runtime is gone: skip main's finalize
+}
+
 // Every rank loops world allreduces until "go" ("w <i>"), while the harness throws bad frames.
 int Steady() {
   WatchForGo();
@@ -621,6 +641,7 @@ int main(int argc, char** argv) {
   else if (scenario == "coordinator_loss") result = CoordinatorLoss();
   else if (scenario == "fork") result = ForkThenDie();
   else if (scenario == "steady") result = Steady();
+  else if (scenario == "finalize_in_flight") result = FinalizeInFlight();
   else Say("fail: unknown scenario %s", scenario.c_str());
   Check("finalize", tutti_finalize(rt));
   return result;

@@ -107,7 +107,7 @@ Status TcpContext::SendRecv(int32_t to, const void* send_buf, size_t send_len, i
                               "data plane: no progress exchanging with ranks " +
                                   std::to_string(to) + " and " + std::to_string(from) +
                                   " before the deadline");
-    if (fds[0].revents & POLLIN) return Status(Code::kShutDown, "runtime shut down");
+    if (fds[0].revents & POLLIN) return Status(Code::kShutDown, "the runtime was finalized");
     if (fds[1].revents & POLLIN) return broken_ = Aborted();
   }
   return Status::Ok();

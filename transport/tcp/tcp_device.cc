@@ -115,7 +115,7 @@ Status TcpDevice::Connect(int32_t set_id, int32_t self, int32_t peer, const std:
     pollfd fds[3] = {{fd.get(), POLLOUT, 0}, {cancel_.get(), POLLIN, 0}, {abort_fd, POLLIN, 0}};
     int ready = poll(fds, 3, PollTimeoutMs(deadline));
     if (ready == 0) return Status(Code::kTimeout, "connecting to " + who + " timed out");
-    if (fds[1].revents & POLLIN) return Status(Code::kShutDown, "runtime shut down");
+    if (fds[1].revents & POLLIN) return Status(Code::kShutDown, "the runtime was finalized");
     if (fds[2].revents & POLLIN) return Status(Code::kAborted, "aborted");
     int error = 0;
     socklen_t len = sizeof(error);
@@ -136,7 +136,7 @@ Status TcpDevice::Accept(int32_t set_id, int32_t peer, Deadline deadline, int ab
   std::unique_lock<std::mutex> lock(mu_);
   auto key = std::make_pair(set_id, peer);
   while (!parked_.count(key)) {
-    if (Readable(cancel_.get())) return Status(Code::kShutDown, "runtime shut down");
+    if (Readable(cancel_.get())) return Status(Code::kShutDown, "the runtime was finalized");
     if (Readable(abort_fd)) return Status(Code::kAborted, "aborted");
     if (parked_cv_.wait_until(lock, deadline) == std::cv_status::timeout && !parked_.count(key))
       return Status(Code::kTimeout, "rank " + std::to_string(peer) +
