@@ -242,6 +242,15 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   if (!alive(rank)) return;
   state_[rank] = RankState::kLost;
   ++gone_;
+  // The Fault goes first: a rank whose request fails because of the loss must already know of
+  // it when it submits again, so that the new request fails at once too.
+  for (int32_t r = 0; fault && r < size_; ++r) {
+    if (!alive(r)) continue;
+    Outgoing o{peer_of_rank_[r], {}};
+    o.frame.mutable_fault()->add_lost_ranks(rank);
+    FillError(o.frame.mutable_fault()->mutable_error(), status);
+    out->push_back(std::move(o));
+  }
   for (auto& [id, negotiator] : negotiators_) {
     if (!negotiator.contains(rank)) continue;
     std::vector<wire::Response> failed;
@@ -251,14 +260,6 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   ProcessSetTable::Events events;
   sets_.MarkLost(rank, status, &events);
   Apply(events, out);
-  if (!fault) return;
-  for (int32_t r = 0; r < size_; ++r) {
-    if (!alive(r)) continue;
-    Outgoing o{peer_of_rank_[r], {}};
-    o.frame.mutable_fault()->add_lost_ranks(rank);
-    FillError(o.frame.mutable_fault()->mutable_error(), status);
-    out->push_back(std::move(o));
-  }
 }
 
 void Job::Tick(Clock::time_point now, Outbox* out) {
