@@ -297,33 +297,165 @@ TUTTI_API tutti_status_t tutti_process_set_rank(tutti_runtime_t rt, int32_t set_
   });
 }
 
+// Submits `args` on behalf of any collective entry point.
+static tutti_status_t Submit(tutti_runtime_t rt, const char* name, client::CollectiveArgs args,
+                             tutti_request_t* request) {
+  if (name != nullptr && *name == '\0') return Invalid("name is empty; pass NULL for an automatic name");
+  args.name = name ? name : "";
+  std::shared_ptr<client::Request> created;
+  Status submitted = rt->runtime->Submit(std::move(args), &created);
+  if (!submitted.ok()) return Report(submitted);
+  *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), getpid()};
+  return TUTTI_OK;
+}
+
+// Reads the reduce op and scale factors shared by allreduce and reducescatter.
+static tutti_status_t ReadReduceOptions(const tutti_allreduce_options_t* options,
+                                        client::CollectiveArgs* args) {
+  const tutti_allreduce_options_t defaults = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  tutti_allreduce_options_t o = defaults;
+  if (options != nullptr) {
+    tutti_status_t status = ReadVersioned(options, defaults, "options", &o);
+    if (status != TUTTI_OK) return status;
+  }
+  args->reduce_op = o.reduce_op;
+  args->prescale = o.prescale_factor;
+  args->postscale = o.postscale_factor;
+  return TUTTI_OK;
+}
+
+#define TUTTI_BEGIN_SUBMIT(set)            \
+  TUTTI_CHECK_RUNTIME(rt);                 \
+  TUTTI_CHECK_OUT(request);                \
+  *request = nullptr;                      \
+  client::CollectiveArgs args;             \
+  args.set_id = (set);                     \
+  tutti_status_t status = TUTTI_OK
+
 TUTTI_API tutti_status_t tutti_allreduce(tutti_runtime_t rt, const char* name, int32_t set_id,
                                          const tutti_tensor_t* input, const tutti_tensor_t* output,
                                          const tutti_allreduce_options_t* options,
                                          tutti_request_t* request) {
   return Fenced(__func__, [&]() -> tutti_status_t {
-    TUTTI_CHECK_RUNTIME(rt);
-    TUTTI_CHECK_OUT(request);
-    *request = nullptr;
-    client::AllreduceArgs args;
-    tutti_status_t status = ReadTensor(input, "input", &args.input);
+    TUTTI_BEGIN_SUBMIT(set_id);
+    args.kind = wire::COLLECTIVE_ALLREDUCE;
+    if ((status = ReadTensor(input, "input", &args.input)) != TUTTI_OK) return status;
+    if ((status = ReadTensor(output, "output", &args.output)) != TUTTI_OK) return status;
+    if ((status = ReadReduceOptions(options, &args)) != TUTTI_OK) return status;
+    return Submit(rt, name, std::move(args), request);
+  });
+}
+
+TUTTI_API tutti_status_t tutti_broadcast(tutti_runtime_t rt, const char* name, int32_t set_id,
+                                         const tutti_tensor_t* tensor, int32_t root,
+                                         tutti_request_t* request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_BEGIN_SUBMIT(set_id);
+    args.kind = wire::COLLECTIVE_BROADCAST;
+    if ((status = ReadTensor(tensor, "tensor", &args.input)) != TUTTI_OK) return status;
+    args.root = root;
+    return Submit(rt, name, std::move(args), request);
+  });
+}
+
+TUTTI_API tutti_status_t tutti_allgather(tutti_runtime_t rt, const char* name, int32_t set_id,
+                                         const tutti_tensor_t* input, tutti_request_t* request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_BEGIN_SUBMIT(set_id);
+    args.kind = wire::COLLECTIVE_ALLGATHER;
+    if ((status = ReadTensor(input, "input", &args.input)) != TUTTI_OK) return status;
+    return Submit(rt, name, std::move(args), request);
+  });
+}
+
+TUTTI_API tutti_status_t tutti_reducescatter(tutti_runtime_t rt, const char* name, int32_t set_id,
+                                             const tutti_tensor_t* input,
+                                             const tutti_allreduce_options_t* options,
+                                             tutti_request_t* request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_BEGIN_SUBMIT(set_id);
+    args.kind = wire::COLLECTIVE_REDUCESCATTER;
+    if ((status = ReadTensor(input, "input", &args.input)) != TUTTI_OK) return status;
+    if ((status = ReadReduceOptions(options, &args)) != TUTTI_OK) return status;
+    return Submit(rt, name, std::move(args), request);
+  });
+}
+
+TUTTI_API tutti_status_t tutti_alltoall(tutti_runtime_t rt, const char* name, int32_t set_id,
+                                        const tutti_tensor_t* input, const int64_t* splits,
+                                        int32_t nsplits, tutti_request_t* request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_BEGIN_SUBMIT(set_id);
+    args.kind = wire::COLLECTIVE_ALLTOALL;
+    if ((status = ReadTensor(input, "input", &args.input)) != TUTTI_OK) return status;
+    if (splits != nullptr) {
+      if (nsplits < 0) return Invalid("nsplits is negative");
+      args.splits.emplace(splits, splits + nsplits);
+    }
+    return Submit(rt, name, std::move(args), request);
+  });
+}
+
+TUTTI_API tutti_status_t tutti_barrier(tutti_runtime_t rt, int32_t set_id, tutti_request_t* request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_BEGIN_SUBMIT(set_id);
+    (void)status;
+    args.kind = wire::COLLECTIVE_BARRIER;
+    return Submit(rt, nullptr, std::move(args), request);
+  });
+}
+
+// The request-owned result, once the request completed successfully.
+static tutti_status_t CompletedResult(tutti_request_t request, client::Request::Result** result) {
+  auto& r = *request->request;
+  auto status = r.Test();
+  if (!status) return Fail(TUTTI_IN_PROGRESS, "'" + r.name() + "' has not completed yet");
+  if (!status->ok()) return Report(*status);
+  const auto kind = r.operation().spec.kind();
+  if (kind != wire::COLLECTIVE_ALLGATHER && kind != wire::COLLECTIVE_REDUCESCATTER &&
+      kind != wire::COLLECTIVE_ALLTOALL)
+    return Invalid("'" + r.name() + "' is a " + wire::KindName(kind) +
+                   ", which has no result of its own");
+  *result = &r.result();
+  return TUTTI_OK;
+}
+
+TUTTI_API tutti_status_t tutti_request_output(tutti_request_t request, tutti_tensor_t* output) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_REQUEST(request);
+    TUTTI_CHECK_OUT(output);
+    if (output->struct_size < sizeof(tutti_tensor_t))
+      return Invalid("output.struct_size is " + std::to_string(output->struct_size) +
+                     "; initialize it with TUTTI_TENSOR_INIT");
+    client::Request::Result* result = nullptr;
+    tutti_status_t status = CompletedResult(request, &result);
     if (status != TUTTI_OK) return status;
-    status = ReadTensor(output, "output", &args.output);
+    output->data = result->data.data();
+    output->dtype = request->request->operation().spec.dtype();
+    output->ndim = static_cast<int32_t>(result->shape.size());
+    output->shape = result->shape.data();
+    output->device_type = TUTTI_DEVICE_CPU;
+    output->device_index = 0;
+    output->stream = nullptr;
+    return TUTTI_OK;
+  });
+}
+
+TUTTI_API tutti_status_t tutti_request_received_splits(tutti_request_t request, int64_t* splits,
+                                                       int32_t capacity, int32_t* count) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_REQUEST(request);
+    TUTTI_CHECK_OUT(count);
+    if (capacity < 0) return Invalid("capacity is negative");
+    if (capacity > 0 && splits == nullptr) return Invalid("splits is NULL");
+    client::Request::Result* result = nullptr;
+    tutti_status_t status = CompletedResult(request, &result);
     if (status != TUTTI_OK) return status;
-    const tutti_allreduce_options_t defaults = TUTTI_ALLREDUCE_OPTIONS_INIT;
-    tutti_allreduce_options_t o = defaults;
-    if (options != nullptr && (status = ReadVersioned(options, defaults, "options", &o)) != TUTTI_OK)
-      return status;
-    if (name != nullptr && *name == '\0') return Invalid("name is empty; pass NULL for an automatic name");
-    args.name = name ? name : "";
-    args.set_id = set_id;
-    args.reduce_op = o.reduce_op;
-    args.prescale = o.prescale_factor;
-    args.postscale = o.postscale_factor;
-    std::shared_ptr<client::Request> created;
-    Status submitted = rt->runtime->Allreduce(std::move(args), &created);
-    if (!submitted.ok()) return Report(submitted);
-    *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), getpid()};
+    if (request->request->operation().spec.kind() != wire::COLLECTIVE_ALLTOALL)
+      return Invalid("'" + request->request->name() + "' is not an alltoall");
+    *count = static_cast<int32_t>(result->received_splits.size());
+    std::copy_n(result->received_splits.begin(),
+                std::min<size_t>(result->received_splits.size(), capacity), splits);
     return TUTTI_OK;
   });
 }

@@ -1,7 +1,6 @@
 #include "client/lane.h"
 
-#include "client/reduce.h"
-#include "client/ring_allreduce.h"
+#include "client/collectives.h"
 
 namespace tutti::client {
 
@@ -24,53 +23,41 @@ Lane::~Lane() {
   thread_.join();
 }
 
-void Lane::Push(std::shared_ptr<Request> request) {
+void Lane::Push(std::shared_ptr<Request> request, std::vector<int64_t> member_rows) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(request));
+    queue_.push_back(Work{std::move(request), std::move(member_rows)});
   }
   work_cv_.notify_one();
 }
 
 void Lane::Run() {
   while (true) {
-    std::shared_ptr<Request> request;
+    Work work;
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and every released collective ran
-      request = std::move(queue_.front());
+      work = std::move(queue_.front());
       queue_.pop_front();
     }
-    Status status = Execute(*request);
+    Status status = Execute(work);
     if (status.code() == Code::kPeerLost) {
       std::lock_guard<std::mutex> lock(mu_);
       if (broken_.ok()) broken_ = Status(status.code(), peer_lost_cause_);
     }
-    request->Complete(std::move(status));
+    work.request->Complete(std::move(status));
   }
 }
 
-Status Lane::Execute(const Request& request) {
-  const Request::Operation& op = request.operation();
-  const auto dtype = static_cast<DType>(op.spec.dtype());
-  const auto reduce_op = static_cast<ReduceOp>(op.spec.reduce_op());
-  ScaleCopy(op.output, op.input, op.count, dtype, op.spec.prescale());
-  Status status = RingAllreduce(*context_, members_, self_, op.output, op.count, dtype, reduce_op,
-                                step_timeout_, &scratch_);
+Status Lane::Execute(Work& work) {
+  const RingArgs ring{context_.get(), &members_, self_, step_timeout_, &scratch_};
+  Status status = RunCollective(ring, *work.request, work.member_rows);
+  if (status.ok()) return status;
   if (status.code() == Code::kPeerLost) peer_lost_cause_ = status.message();
-  if (!status.ok())
-    return Status(status.code(), status.message() + " (allreduce '" + request.name() +
-                                     "' on process set " + std::to_string(set_id_) + ")");
-  double postscale = op.spec.postscale();
-  if (reduce_op == ReduceOp::kAverage) {
-    if (IsFloating(dtype))
-      postscale /= static_cast<double>(members_.size());
-    else
-      DivideInPlace(op.output, op.count, dtype, static_cast<int64_t>(members_.size()));
-  }
-  ScaleInPlace(op.output, op.count, dtype, postscale);
-  return Status::Ok();
+  const auto& spec = work.request->operation().spec;
+  return Status(status.code(), status.message() + " (" + wire::KindName(spec.kind()) + " '" +
+                                   spec.name() + "' on process set " + std::to_string(set_id_) + ")");
 }
 
 }  // namespace tutti::client

@@ -24,7 +24,8 @@ class Lane {
   // down first and each queued collective fails at once with kShutDown.
   ~Lane();
 
-  void Push(std::shared_ptr<Request> request);
+  // `member_rows`: the coordinator's per-member rows for allgather and alltoall.
+  void Push(std::shared_ptr<Request> request, std::vector<int64_t> member_rows);
 
   const std::vector<int32_t>& members() const { return members_; }
 
@@ -39,8 +40,13 @@ class Lane {
   }
 
  private:
+  struct Work {
+    std::shared_ptr<Request> request;
+    std::vector<int64_t> member_rows;
+  };
+
   void Run();
-  Status Execute(const Request& request);
+  Status Execute(Work& work);
 
   const int32_t set_id_;
   const std::vector<int32_t> members_;
@@ -52,7 +58,7 @@ class Lane {
 
   std::mutex mu_;
   std::condition_variable work_cv_;
-  std::deque<std::shared_ptr<Request>> queue_;
+  std::deque<Work> queue_;
   bool stopping_ = false;
   Status broken_;
   std::thread thread_;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/dtype.h"
 #include "common/status.h"
@@ -21,14 +22,23 @@ class Request {
   struct Operation {
     wire::TensorSpec spec;
     const void* input = nullptr;
-    void* output = nullptr;
-    size_t count = 0;  // elements
+    void* output = nullptr;  // caller-owned (allreduce, broadcast); null where the result is ours
+    size_t count = 0;        // input elements
+  };
+
+  // What allgather, reducescatter and alltoall produce: the request owns it. Written by the lane
+  // before completion, read by the application after it (Complete/Wait order the two).
+  struct Result {
+    std::vector<char> data;
+    std::vector<int64_t> shape;
+    std::vector<int64_t> received_splits;  // alltoall: rows received from each member
   };
 
   explicit Request(Operation operation) : operation_(std::move(operation)) {}
 
   const Operation& operation() const { return operation_; }
   const std::string& name() const { return operation_.spec.name(); }
+  Result& result() { return result_; }
 
   // The first completion wins; later ones are ignored (a request fails once).
   void Complete(Status status);
@@ -41,6 +51,7 @@ class Request {
 
  private:
   Operation operation_;
+  Result result_;
   mutable std::mutex mu_;
   mutable std::condition_variable done_cv_;
   bool done_ = false;

@@ -6,44 +6,71 @@
 
 namespace tutti::client {
 
-Status RingAllreduce(transport::Context& context, const std::vector<int32_t>& members, int32_t self,
-                     void* buffer, size_t count, DType dtype, ReduceOp op,
-                     std::chrono::milliseconds step_timeout, std::vector<char>* scratch) {
-  const size_t n = members.size();
-  if (n == 1 || count == 0) return Status::Ok();
-  const size_t index = static_cast<size_t>(
-      std::lower_bound(members.begin(), members.end(), self) - members.begin());
-  const int32_t next = members[(index + 1) % n];
-  const int32_t prev = members[(index + n - 1) % n];
-  const size_t element = ElementSize(dtype);
-  char* data = static_cast<char*>(buffer);
+size_t IndexOf(const std::vector<int32_t>& members, int32_t rank) {
+  return static_cast<size_t>(std::lower_bound(members.begin(), members.end(), rank) -
+                             members.begin());
+}
 
-  // Chunk c holds count/n elements, plus one for the first count%n chunks.
-  auto chunk_begin = [&](size_t c) { return c * (count / n) + std::min(c, count % n); };
-  auto chunk_size = [&](size_t c) { return count / n + (c < count % n ? 1 : 0); };
-  auto chunk_at = [&](size_t c) { return data + chunk_begin(c) * element; };
-  scratch->resize(chunk_size(0) * element);
-
-  auto step = [&](size_t send_chunk, size_t recv_chunk, void* recv_into) {
-    return context.SendRecv(next, chunk_at(send_chunk), chunk_size(send_chunk) * element, prev,
-                            recv_into, chunk_size(recv_chunk) * element,
-                            transport::Clock::now() + step_timeout);
-  };
-
-  // Reduce-scatter: after n-1 steps this rank holds the full reduction of chunk index+1.
-  for (size_t s = 0; s + 1 < n; ++s) {
-    const size_t send_chunk = (index + n - s) % n;
-    const size_t recv_chunk = (index + n - s - 1) % n;
-    TUTTI_RETURN_IF_ERROR(step(send_chunk, recv_chunk, scratch->data()));
-    ReduceInto(chunk_at(recv_chunk), scratch->data(), chunk_size(recv_chunk), dtype, op);
+ChunkLayout EvenChunks(size_t count, size_t n, size_t item_bytes) {
+  ChunkLayout layout;
+  for (size_t c = 0; c < n; ++c) {
+    layout.begin.push_back((c * (count / n) + std::min(c, count % n)) * item_bytes);
+    layout.size.push_back((count / n + (c < count % n ? 1 : 0)) * item_bytes);
   }
-  // Allgather: pass the reduced chunks around the ring, straight into place.
-  for (size_t s = 0; s + 1 < n; ++s) {
-    const size_t send_chunk = (index + 1 + n - s) % n;
-    const size_t recv_chunk = (index + n - s) % n;
-    TUTTI_RETURN_IF_ERROR(step(send_chunk, recv_chunk, chunk_at(recv_chunk)));
+  return layout;
+}
+
+namespace {
+
+struct Neighbours {
+  size_t n, index;
+  int32_t next, prev;
+};
+
+Neighbours Around(const RingArgs& ring) {
+  const auto& m = *ring.members;
+  const size_t n = m.size(), index = IndexOf(m, ring.self);
+  return {n, index, m[(index + 1) % n], m[(index + n - 1) % n]};
+}
+
+}  // namespace
+
+Status RingReduceScatter(const RingArgs& ring, char* data, const ChunkLayout& chunks, DType dtype,
+                         ReduceOp op, size_t shift) {
+  const Neighbours nb = Around(ring);
+  if (nb.n == 1) return Status::Ok();
+  ring.scratch->resize(*std::max_element(chunks.size.begin(), chunks.size.end()));
+  const size_t element = ElementSize(dtype);
+  for (size_t s = 0; s + 1 < nb.n; ++s) {
+    const size_t send = (nb.index + shift + nb.n - s) % nb.n;
+    const size_t recv = (nb.index + shift + 2 * nb.n - s - 1) % nb.n;
+    TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(
+        nb.next, data + chunks.begin[send], chunks.size[send], nb.prev, ring.scratch->data(),
+        chunks.size[recv], transport::Clock::now() + ring.step_timeout));
+    ReduceInto(data + chunks.begin[recv], ring.scratch->data(), chunks.size[recv] / element, dtype, op);
   }
   return Status::Ok();
+}
+
+Status RingAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks, size_t owned) {
+  const Neighbours nb = Around(ring);
+  for (size_t s = 0; s + 1 < nb.n; ++s) {
+    const size_t send = (owned + nb.n - s) % nb.n;
+    const size_t recv = (owned + 2 * nb.n - s - 1) % nb.n;
+    TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(
+        nb.next, data + chunks.begin[send], chunks.size[send], nb.prev, data + chunks.begin[recv],
+        chunks.size[recv], transport::Clock::now() + ring.step_timeout));
+  }
+  return Status::Ok();
+}
+
+Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
+  const size_t n = ring.members->size();
+  if (n == 1 || count == 0) return Status::Ok();
+  char* data = static_cast<char*>(buffer);
+  const ChunkLayout chunks = EvenChunks(count, n, ElementSize(dtype));
+  TUTTI_RETURN_IF_ERROR(RingReduceScatter(ring, data, chunks, dtype, op, 0));
+  return RingAllgather(ring, data, chunks, (IndexOf(*ring.members, ring.self) + 1) % n);
 }
 
 }  // namespace tutti::client

@@ -1,8 +1,9 @@
-// Ring allreduce (reduce-scatter, then allgather) over a transport context. Each chunk's sum is
-// computed once, by one rank, in a fixed order, then copied to everyone: every member ends with
-// bitwise-identical results whatever the timing.
+// Ring algorithms over a transport context. Each reduced chunk is computed once, by one rank, in a
+// fixed order, then copied to everyone: every member ends with bitwise-identical results whatever
+// the timing.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -11,11 +12,37 @@
 
 namespace tutti::client {
 
-// Reduces `count` elements of `buffer` in place across `members` (sorted global ranks; `self` is
-// one of them). `scratch` is reused between calls to avoid an allocation per collective.
-// `step_timeout` bounds each exchange with a neighbour.
-Status RingAllreduce(transport::Context& context, const std::vector<int32_t>& members, int32_t self,
-                     void* buffer, size_t count, DType dtype, ReduceOp op,
-                     std::chrono::milliseconds step_timeout, std::vector<char>* scratch);
+// How a buffer splits into one chunk per member: byte offset and byte size of each.
+struct ChunkLayout {
+  std::vector<size_t> begin, size;
+};
+
+// `count` items of `item_bytes` each, split as evenly as possible: the first count % n chunks get
+// one item more.
+ChunkLayout EvenChunks(size_t count, size_t n, size_t item_bytes);
+
+// The ring step bounds each exchange with a neighbour; `scratch` is reused between calls.
+struct RingArgs {
+  transport::Context* context;
+  const std::vector<int32_t>* members;  // sorted global ranks
+  int32_t self;
+  std::chrono::milliseconds step_timeout;
+  std::vector<char>* scratch;
+};
+
+// Reduces chunk by chunk around the ring; afterwards this rank (at position i in members) holds
+// the full reduction of chunk (i + 1 + shift) % n, the other chunks hold partial results.
+Status RingReduceScatter(const RingArgs& ring, char* data, const ChunkLayout& chunks, DType dtype,
+                         ReduceOp op, size_t shift);
+
+// Passes chunks around the ring until every rank holds all of them; this rank starts with chunk
+// `owned`.
+Status RingAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks, size_t owned);
+
+// Reduces `count` elements of `buffer` in place across the members.
+Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
+
+// Position of `rank` in the sorted `members`.
+size_t IndexOf(const std::vector<int32_t>& members, int32_t rank);
 
 }  // namespace tutti::client

@@ -199,41 +199,102 @@ Status Runtime::Broken(int32_t set_id, const std::vector<int32_t>& members) {
   return Status::Ok();
 }
 
-Status Runtime::Allreduce(AllreduceArgs args, std::shared_ptr<Request>* request) {
+Status Runtime::Validate(CollectiveArgs& args, const std::vector<int32_t>& members,
+                         Request::Operation* op) {
+  const std::string label = std::string(wire::KindName(args.kind)) +
+                            (args.name.empty() ? "" : " '" + args.name + "'");
+  auto invalid = [&](const std::string& why) { return Invalid(label + ": " + why); };
+  auto tensor = [&](const char* which, const TensorArgs& t, size_t* count) {
+    Status status = CheckTensor(which, t, count);
+    return status.ok() ? status : Status(status.code(), label + ": " + status.message());
+  };
+  if (args.name.size() > 1024) return invalid("name longer than 1024 bytes");
+  op->spec.set_kind(args.kind);
+  if (args.kind == wire::COLLECTIVE_BARRIER) return Status::Ok();
+
+  TUTTI_RETURN_IF_ERROR(tensor("input", args.input, &op->count));
+  const auto dtype = static_cast<DType>(args.input.dtype);
+  const bool reduces =
+      args.kind == wire::COLLECTIVE_ALLREDUCE || args.kind == wire::COLLECTIVE_REDUCESCATTER;
+  if (reduces) {
+    if (!IsValidReduceOp(args.reduce_op))
+      return invalid("unknown reduce op " + std::to_string(args.reduce_op));
+    if (!IsFloating(dtype) && (args.prescale != 1.0 || args.postscale != 1.0))
+      return invalid(std::string("prescale and postscale factors apply to floating types only, "
+                                 "not ") + DTypeName(args.input.dtype));
+    op->spec.set_reduce_op(args.reduce_op);
+    op->spec.set_prescale(args.prescale);
+    op->spec.set_postscale(args.postscale);
+  }
+  const bool rows = args.kind != wire::COLLECTIVE_ALLREDUCE && args.kind != wire::COLLECTIVE_BROADCAST;
+  if (rows && args.input.shape.empty())
+    return invalid("the input needs at least one dimension (its rows)");
+  switch (args.kind) {
+    case wire::COLLECTIVE_ALLREDUCE: {
+      size_t out_count = 0;
+      TUTTI_RETURN_IF_ERROR(tensor("output", args.output, &out_count));
+      if (args.input.dtype != args.output.dtype) return invalid("input and output dtypes differ");
+      if (op->count != out_count)
+        return invalid("input has " + std::to_string(op->count) + " elements, output " +
+                       std::to_string(out_count));
+      op->output = args.output.data;
+      break;
+    }
+    case wire::COLLECTIVE_BROADCAST:
+      if (!std::binary_search(members.begin(), members.end(), args.root))
+        return invalid("root rank " + std::to_string(args.root) +
+                       " is not a member of process set " + std::to_string(args.set_id));
+      op->spec.set_root(args.root);
+      op->output = args.input.data;
+      break;
+    case wire::COLLECTIVE_ALLTOALL: {
+      const int64_t n = static_cast<int64_t>(members.size()), total = args.input.shape[0];
+      std::vector<int64_t> splits;
+      if (!args.splits) {
+        if (total % n != 0)
+          return invalid(std::to_string(total) + " rows do not divide among " + std::to_string(n) +
+                         " ranks; give splits");
+        splits.assign(n, total / n);
+      } else {
+        splits = *args.splits;
+        if (static_cast<int64_t>(splits.size()) != n)
+          return invalid(std::to_string(splits.size()) + " splits for a set of " +
+                         std::to_string(n) + " ranks");
+        int64_t sum = 0;
+        for (int64_t split : splits) {
+          if (split < 0) return invalid("negative split " + std::to_string(split));
+          sum += split;
+        }
+        if (sum != total)
+          return invalid("splits add up to " + std::to_string(sum) + " rows, the input has " +
+                         std::to_string(total));
+      }
+      op->spec.mutable_splits()->Add(splits.begin(), splits.end());
+      break;
+    }
+    default:
+      break;
+  }
+  op->spec.set_dtype(args.input.dtype);
+  op->spec.mutable_shape()->Add(args.input.shape.begin(), args.input.shape.end());
+  op->spec.set_device_type(args.input.device_type);
+  op->spec.set_device_index(args.input.device_index);
+  op->input = args.input.data;
+  return Status::Ok();
+}
+
+Status Runtime::Submit(CollectiveArgs args, std::shared_ptr<Request>* request) {
   TUTTI_RETURN_IF_ERROR(sets_.CheckMember(args.set_id));
   std::vector<int32_t> members;
   TUTTI_RETURN_IF_ERROR(sets_.Ranks(args.set_id, &members));
-  size_t in_count = 0, out_count = 0;
-  TUTTI_RETURN_IF_ERROR(CheckTensor("input", args.input, &in_count));
-  TUTTI_RETURN_IF_ERROR(CheckTensor("output", args.output, &out_count));
-  if (args.input.dtype != args.output.dtype)
-    return Invalid("input and output dtypes differ");
-  if (in_count != out_count)
-    return Invalid("input has " + std::to_string(in_count) + " elements, output " +
-                   std::to_string(out_count));
-  if (!IsValidReduceOp(args.reduce_op))
-    return Invalid("unknown reduce op " + std::to_string(args.reduce_op));
-  const auto dtype = static_cast<DType>(args.input.dtype);
-  if (!IsFloating(dtype) && (args.prescale != 1.0 || args.postscale != 1.0))
-    return Invalid(std::string("prescale and postscale factors apply to floating types only, not ") +
-                   DTypeName(args.input.dtype));
-  if (args.name.size() > 1024) return Invalid("tensor name longer than 1024 bytes");
-  if (args.name.empty())
-    args.name = "allreduce." + std::to_string(sets_.NextAutoNameIndex(args.set_id));
-
   Request::Operation op;
+  TUTTI_RETURN_IF_ERROR(Validate(args, members, &op));
+  // Named only once valid: an automatic name consumed by a refused call would put this rank's
+  // counter out of step with the others'.
+  if (args.name.empty())
+    args.name = std::string(wire::KindName(args.kind)) + "." +
+                std::to_string(sets_.NextAutoNameIndex(args.set_id));
   op.spec.set_name(args.name);
-  op.spec.set_kind(wire::COLLECTIVE_ALLREDUCE);
-  op.spec.set_dtype(args.input.dtype);
-  op.spec.mutable_shape()->Add(args.input.shape.begin(), args.input.shape.end());
-  op.spec.set_reduce_op(args.reduce_op);
-  op.spec.set_prescale(args.prescale);
-  op.spec.set_postscale(args.postscale);
-  op.spec.set_device_type(args.input.device_type);
-  op.spec.set_device_index(args.input.device_index);
-  op.input = args.input.data;
-  op.output = args.output.data;
-  op.count = in_count;
   auto created = std::make_shared<Request>(op);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -287,7 +348,7 @@ void Runtime::OnExecute(wire::Execute& execute) {
       request->Complete(Status(Code::kInternal, "no lane for process set " +
                                                     std::to_string(execute.set_id())));
     else
-      lane->second->Push(std::move(request));
+      lane->second->Push(std::move(request), {response.member_rows().begin(), response.member_rows().end()});
   }
 }
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,12 +32,18 @@ struct TensorArgs {
   int32_t device_index = 0;
 };
 
-struct AllreduceArgs {
+// One collective as submitted. Which fields matter depends on `kind`: allreduce reads input and
+// output; broadcast works in place on input; allgather, reducescatter and alltoall leave their
+// result in the request; barrier reads nothing.
+struct CollectiveArgs {
+  wire::CollectiveKind kind = wire::COLLECTIVE_ALLREDUCE;
   std::string name;  // empty: automatic
   int32_t set_id = 0;
   TensorArgs input, output;
-  int32_t reduce_op = 0;
+  int32_t reduce_op = 1;
   double prescale = 1.0, postscale = 1.0;
+  int32_t root = -1;                     // broadcast
+  std::optional<std::vector<int64_t>> splits;  // alltoall; none: equal splits
 };
 
 class Runtime {
@@ -60,7 +67,7 @@ class Runtime {
   Status RemoveProcessSet(int32_t set_id, int64_t timeout_ms);
   Status ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) const;
 
-  Status Allreduce(AllreduceArgs args, std::shared_ptr<Request>* request);
+  Status Submit(CollectiveArgs args, std::shared_ptr<Request>* request);
 
  private:
   explicit Runtime(const RuntimeOptions& options);
@@ -72,6 +79,8 @@ class Runtime {
   void OnDead(const Status& status);
   // Why new work on `set_id` must fail at once (the runtime or a member is lost), or ok.
   Status Broken(int32_t set_id, const std::vector<int32_t>& members);
+  // Kind-specific checks of a submission; fills the spec's shape-dependent fields.
+  Status Validate(CollectiveArgs& args, const std::vector<int32_t>& members, Request::Operation* op);
   // Removes and returns this rank's pending request for (set, name); null if none.
   std::shared_ptr<Request> TakePending(int32_t set_id, const std::string& name);
   void FailPending(int32_t set_id, const Status& status);

@@ -2,6 +2,18 @@
 
 namespace tutti::wire {
 
+const char* KindName(CollectiveKind kind) {
+  switch (kind) {
+    case COLLECTIVE_ALLREDUCE: return "allreduce";
+    case COLLECTIVE_BROADCAST: return "broadcast";
+    case COLLECTIVE_ALLGATHER: return "allgather";
+    case COLLECTIVE_REDUCESCATTER: return "reducescatter";
+    case COLLECTIVE_ALLTOALL: return "alltoall";
+    case COLLECTIVE_BARRIER: return "barrier";
+    default: return "collective";
+  }
+}
+
 std::string Encode(Frame& frame, uint64_t epoch) {
   frame.set_magic(kMagic);
   frame.set_version(kProtocolVersion);

@@ -15,6 +15,9 @@ constexpr uint32_t kProtocolVersion = 1;
 // Upper bound on one frame; also the ZeroMQ ZMQ_MAXMSGSIZE of both ends.
 constexpr int64_t kMaxFrameBytes = 16 << 20;
 
+// "allreduce", "broadcast", ...
+const char* KindName(CollectiveKind kind);
+
 // Stamps magic, version and the sender's coordinator epoch (0 before it joined) into `frame` and
 // serializes it.
 std::string Encode(Frame& frame, uint64_t epoch = 0);

@@ -50,13 +50,20 @@ Status ValidateAnnounce(const wire::Announce& a) {
 Status ValidateTensorSpec(const wire::TensorSpec& spec) {
   if (spec.name().empty() || spec.name().size() > kMaxNameBytes)
     return Invalid(fmt::format("tensor name must have 1 to {} bytes", kMaxNameBytes));
-  if (spec.kind() != wire::COLLECTIVE_ALLREDUCE)
+  if (!wire::CollectiveKind_IsValid(spec.kind()) || spec.kind() == wire::COLLECTIVE_UNSPECIFIED)
     return Invalid(fmt::format("tensor '{}': unknown collective kind {}", spec.name(),
                                static_cast<int>(spec.kind())));
+  if (spec.kind() == wire::COLLECTIVE_BARRIER) return Status::Ok();  // carries no tensor
   if (!IsValidDType(spec.dtype()))
     return Invalid(fmt::format("tensor '{}': unknown dtype {}", spec.name(), spec.dtype()));
-  if (!IsValidReduceOp(spec.reduce_op()))
+  const bool reduces = spec.kind() == wire::COLLECTIVE_ALLREDUCE ||
+                       spec.kind() == wire::COLLECTIVE_REDUCESCATTER;
+  if (reduces && !IsValidReduceOp(spec.reduce_op()))
     return Invalid(fmt::format("tensor '{}': unknown reduce op {}", spec.name(), spec.reduce_op()));
+  if (spec.splits_size() > kMaxWorldSize)
+    return Invalid(fmt::format("tensor '{}': {} splits", spec.name(), spec.splits_size()));
+  for (int64_t split : spec.splits())
+    if (split < 0) return Invalid(fmt::format("tensor '{}': negative split {}", spec.name(), split));
   if (spec.shape_size() > kMaxDims)
     return Invalid(fmt::format("tensor '{}': {} dimensions, at most {}", spec.name(),
                                spec.shape_size(), kMaxDims));

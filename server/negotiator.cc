@@ -10,20 +10,32 @@
 namespace tutti::server {
 namespace {
 
-const char* KindName(wire::CollectiveKind kind) {
-  switch (kind) {
-    case wire::COLLECTIVE_ALLREDUCE: return "allreduce";
-    default: return "collective";
-  }
+using wire::KindName;
+
+bool Reduces(wire::CollectiveKind kind) {
+  return kind == wire::COLLECTIVE_ALLREDUCE || kind == wire::COLLECTIVE_REDUCESCATTER;
+}
+
+// Allgather and alltoall let the first dimension differ between members; the rest must agree.
+bool RowsMayDiffer(wire::CollectiveKind kind) {
+  return kind == wire::COLLECTIVE_ALLGATHER || kind == wire::COLLECTIVE_ALLTOALL;
 }
 
 // Specs agree when every field the collective depends on is equal. The name is the key already.
 bool Agree(const wire::TensorSpec& a, const wire::TensorSpec& b) {
-  return a.kind() == b.kind() && a.dtype() == b.dtype() &&
-         std::equal(a.shape().begin(), a.shape().end(), b.shape().begin(), b.shape().end()) &&
-         a.reduce_op() == b.reduce_op() && a.prescale() == b.prescale() &&
-         a.postscale() == b.postscale() && a.device_type() == b.device_type() &&
-         a.device_index() == b.device_index() && a.root() == b.root();
+  if (a.kind() != b.kind()) return false;
+  if (a.kind() == wire::COLLECTIVE_BARRIER) return true;
+  const int skip = RowsMayDiffer(a.kind()) ? 1 : 0;
+  const bool shapes = a.shape_size() == b.shape_size() &&
+                      (a.shape_size() == 0 ||
+                       std::equal(a.shape().begin() + skip, a.shape().end(), b.shape().begin() + skip));
+  bool reduce = true;
+  if (Reduces(a.kind()))
+    reduce = a.reduce_op() == b.reduce_op() && a.prescale() == b.prescale() &&
+             a.postscale() == b.postscale();
+  const bool root = a.kind() != wire::COLLECTIVE_BROADCAST || a.root() == b.root();
+  return a.dtype() == b.dtype() && shapes && reduce && root && a.device_type() == b.device_type() &&
+         a.device_index() == b.device_index();
 }
 
 void SetError(wire::Response* response, Code code, const std::string& message) {
@@ -34,10 +46,15 @@ void SetError(wire::Response* response, Code code, const std::string& message) {
 }  // namespace
 
 std::string DescribeSpec(const wire::TensorSpec& spec) {
-  std::string text = fmt::format("{} {}[{}] op={}", KindName(spec.kind()), DTypeName(spec.dtype()),
-                                 fmt::join(spec.shape(), ", "), ReduceOpName(spec.reduce_op()));
-  if (spec.prescale() != 1.0) text += fmt::format(" prescale={}", spec.prescale());
-  if (spec.postscale() != 1.0) text += fmt::format(" postscale={}", spec.postscale());
+  if (spec.kind() == wire::COLLECTIVE_BARRIER) return "barrier";
+  std::string text = fmt::format("{} {}[{}]", KindName(spec.kind()), DTypeName(spec.dtype()),
+                                 fmt::join(spec.shape(), ", "));
+  if (Reduces(spec.kind())) {
+    text += fmt::format(" op={}", ReduceOpName(spec.reduce_op()));
+    if (spec.prescale() != 1.0) text += fmt::format(" prescale={}", spec.prescale());
+    if (spec.postscale() != 1.0) text += fmt::format(" postscale={}", spec.postscale());
+  }
+  if (spec.kind() == wire::COLLECTIVE_BROADCAST) text += fmt::format(" root={}", spec.root());
   if (spec.device_type() != 0 || spec.device_index() != 0)
     text += fmt::format(" device={}:{}", spec.device_type() == 0 ? "cpu" : "cuda",
                         spec.device_index());
@@ -100,7 +117,34 @@ wire::Response Negotiator::Resolve(const std::string& name, const Pending& pendi
              fmt::format("mismatched '{}' on process set {}: rank {} sent {}, rank {} sent {}", name,
                          set_id_, members_[0], DescribeSpec(first), members_[i],
                          DescribeSpec(other)));
-    break;
+    return response;
+  }
+  const int n = static_cast<int>(members_.size());
+  switch (first.kind()) {
+    case wire::COLLECTIVE_BROADCAST:
+      if (!contains(first.root()))
+        SetError(&response, Code::kInvalidArgument,
+                 fmt::format("broadcast '{}': root rank {} is not a member of process set {}", name,
+                             first.root(), set_id_));
+      break;
+    case wire::COLLECTIVE_ALLGATHER:
+      for (const auto& spec : pending.by_member)
+        response.add_member_rows(spec->shape_size() > 0 ? spec->shape(0) : 1);
+      break;
+    case wire::COLLECTIVE_ALLTOALL:
+      for (size_t i = 0; i < members_.size(); ++i) {
+        const wire::TensorSpec& spec = *pending.by_member[i];
+        if (spec.splits_size() != n) {
+          SetError(&response, Code::kInvalidArgument,
+                   fmt::format("alltoall '{}': rank {} gave {} splits for a set of {} ranks", name,
+                               members_[i], spec.splits_size(), n));
+          return response;
+        }
+        response.mutable_member_rows()->Add(spec.splits().begin(), spec.splits().end());
+      }
+      break;
+    default:
+      break;
   }
   return response;
 }

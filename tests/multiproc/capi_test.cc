@@ -214,12 +214,12 @@ TEST(CApi, AllreduceArgumentErrors) {
   EXPECT_EQ(submit(&t.desc, &t.desc, nullptr, ""), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "name is empty; pass NULL for an automatic name");
   EXPECT_EQ(submit(&t.desc, &shorter.desc, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(LastError(), "input has 4 elements, output 3");
+  EXPECT_EQ(LastError(), "allreduce 'x': input has 4 elements, output 3");
 
   tutti_tensor_t bad = t.desc;
   bad.dtype = 99;
   EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(LastError(), "input tensor has unknown dtype 99");
+  EXPECT_EQ(LastError(), "allreduce 'x': input tensor has unknown dtype 99");
   bad = t.desc;
   bad.ndim = 17;
   EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
@@ -231,12 +231,12 @@ TEST(CApi, AllreduceArgumentErrors) {
   bad = t.desc;
   bad.device_type = TUTTI_DEVICE_CUDA;
   EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_UNSUPPORTED);
-  EXPECT_EQ(LastError(), "input tensor is on a device; this build runs CPU tensors only");
+  EXPECT_EQ(LastError(), "allreduce 'x': input tensor is on a device; this build runs CPU tensors only");
 
   tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
   options.reduce_op = 0;
   EXPECT_EQ(submit(&t.desc, &t.desc, &options), TUTTI_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(LastError(), "unknown reduce op 0");
+  EXPECT_EQ(LastError(), "allreduce 'x': unknown reduce op 0");
 
   std::vector<int32_t> ints(4);
   int64_t shape[] = {4};
@@ -248,7 +248,7 @@ TEST(CApi, AllreduceArgumentErrors) {
   options = TUTTI_ALLREDUCE_OPTIONS_INIT;
   options.prescale_factor = 0.5;
   EXPECT_EQ(submit(&int_tensor, &int_tensor, &options), TUTTI_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(LastError(), "prescale and postscale factors apply to floating types only, not int32");
+  EXPECT_EQ(LastError(), "allreduce 'x': prescale and postscale factors apply to floating types only, not int32");
 
   // An options struct from an older caller (only struct_size and reduce_op) gets defaults.
   tutti_allreduce_options_t old = TUTTI_ALLREDUCE_OPTIONS_INIT;

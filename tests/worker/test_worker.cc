@@ -6,6 +6,8 @@
 // with each scenario. Exit status 0 means the scenario's own checks passed.
 #include <tutti/tutti.h>
 
+#include "client/half.h"  // header-only reference rounding for float16/bfloat16
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -143,32 +145,11 @@ void SumOnSet(const char* name, int32_t set, int64_t count = 1000) {
 }
 
 // ---- value helpers for the dtype matrix ----------------------------------------------------------
-uint16_t ToHalf(float f) {  // exact for the small integers used here
-  if (f == 0) return 0;
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  uint32_t sign = (bits >> 16) & 0x8000, exponent = ((bits >> 23) & 0xff) - 127 + 15;
-  return static_cast<uint16_t>(sign | (exponent << 10) | ((bits >> 13) & 0x3ff));
-}
-float FromHalf(uint16_t h) {
-  if ((h & 0x7fff) == 0) return 0;
-  uint32_t sign = (h & 0x8000u) << 16, exponent = ((h >> 10) & 0x1f) - 15 + 127;
-  uint32_t bits = sign | (exponent << 23) | ((h & 0x3ffu) << 13);
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-uint16_t ToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  return static_cast<uint16_t>(bits >> 16);
-}
-float FromBf16(uint16_t b) {
-  uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+// Round to nearest even, as the library does (client/half.h is tested on all bit patterns).
+uint16_t ToHalf(float f) { return tutti::FloatToHalf(f); }
+float FromHalf(uint16_t h) { return tutti::HalfToFloat(h); }
+uint16_t ToBf16(float f) { return tutti::FloatToBFloat16(f); }
+float FromBf16(uint16_t b) { return tutti::BFloat16ToFloat(b); }
 
 // The value rank r contributes at index i: small integers (exact in every dtype), some negative.
 double Contribution(int32_t r, int64_t i, int32_t op) {
@@ -472,6 +453,229 @@ int AddTimeout() {
   return 0;
 }
 
+// ---- every collective (tests/multiproc/collectives_test.cc) --------------------------------------
+
+// Waits for `request` and returns its status; `what` names it in failure lines.
+tutti_status_t Finish(tutti_request_t request, const std::string& what) {
+  tutti_status_t status = tutti_request_wait(request, -1);
+  if (status != TUTTI_OK) Say("fail %s: %d %s", what.c_str(), status, tutti_last_error());
+  return status;
+}
+
+// The result tensor a request owns, as values of `d`.
+std::vector<double> Output(tutti_request_t request, const DTypeInfo& d, std::vector<int64_t>* shape) {
+  tutti_tensor_t out = TUTTI_TENSOR_INIT;
+  Check("output", tutti_request_output(request, &out));
+  shape->assign(out.shape, out.shape + out.ndim);
+  int64_t count = 1;
+  for (int64_t dim : *shape) count *= dim;
+  std::vector<double> values(count);
+  for (int64_t i = 0; i < count; ++i) values[i] = d.load(out.data, i);
+  return values;
+}
+
+// A value every dtype holds exactly: small integers, some negative (none for uint8).
+double Value(const DTypeInfo& d, int32_t rank, int64_t i) {
+  double v = static_cast<double>((rank * 5 + i * 3) % 9) - (d.dtype == TUTTI_DTYPE_UINT8 ? 0 : 4);
+  return v;
+}
+
+Tensor Filled(const DTypeInfo& d, std::vector<int64_t> shape, int32_t rank) {
+  int64_t count = 1;
+  for (int64_t dim : shape) count *= dim;
+  Tensor t(d.dtype, count, d.size);
+  t.shape = shape;
+  t.desc.ndim = static_cast<int32_t>(shape.size());
+  t.desc.shape = t.shape.data();
+  for (int64_t i = 0; i < count; ++i) d.store(t.bytes.data(), i, Value(d, rank, i));
+  return t;
+}
+
+bool Expect(const std::string& what, const std::vector<double>& got, const std::vector<double>& want) {
+  if (got == want) return true;
+  size_t i = 0;
+  while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
+  Say("fail %s: %zu values, expected %zu; first difference at %zu", what.c_str(), got.size(),
+      want.size(), i);
+  return false;
+}
+
+// Broadcast, allgather, reducescatter (sum, average), alltoall and barrier on `set` for every
+// dtype, with sizes 0, 1, and rows that do not divide by the set size. Prints "<op> ok" per op
+// and "digest <fnv>" over every result this rank received.
+int EveryCollective(int32_t set, bool large) {
+  int32_t members[64], n = 0;
+  Check("ranks", tutti_process_set_ranks(rt, set, members, 64, &n));
+  int32_t me = -1;
+  for (int32_t i = 0; i < n; ++i)
+    if (members[i] == my_rank) me = i;
+  uint64_t digest = 1469598103934665603ull;
+  auto mix = [&](const std::vector<double>& values) {
+    digest = (digest ^ Fnv1a(values.data(), values.size() * sizeof(double))) * 1099511628211ull;
+  };
+  int step = 0;
+  auto name = [&](const char* op) { return std::string(op) + "." + std::to_string(step++); };
+
+  for (const DTypeInfo& d : AllDTypes()) {
+    // Broadcast from the last member, and from the first.
+    for (int64_t count : {0, 1, 1001}) {
+      for (int32_t root : {members[n - 1], members[0]}) {
+        Tensor t = Filled(d, {count}, my_rank);
+        tutti_request_t request;
+        std::string what = name("broadcast");
+        Check(what.c_str(), tutti_broadcast(rt, what.c_str(), set, &t.desc, root, &request));
+        if (Finish(request, what) != TUTTI_OK) return 1;
+        tutti_request_free(request);
+        std::vector<double> got(count), want(count);
+        for (int64_t i = 0; i < count; ++i) {
+          got[i] = d.load(t.bytes.data(), i);
+          want[i] = Value(d, root, i);
+        }
+        if (!Expect(what, got, want)) return 1;
+        mix(got);
+      }
+    }
+    // Allgather: the member at position p gives p (or p + 5) rows of 3.
+    for (int64_t extra : {0, 5}) {
+      Tensor t = Filled(d, {me + extra, 3}, my_rank);
+      tutti_request_t request;
+      std::string what = name("allgather");
+      Check(what.c_str(), tutti_allgather(rt, what.c_str(), set, &t.desc, &request));
+      if (Finish(request, what) != TUTTI_OK) return 1;
+      std::vector<int64_t> shape;
+      std::vector<double> got = Output(request, d, &shape), want;
+      tutti_request_free(request);
+      for (int32_t p = 0; p < n; ++p)
+        for (int64_t i = 0; i < (p + extra) * 3; ++i) want.push_back(Value(d, members[p], i));
+      if (shape != std::vector<int64_t>{static_cast<int64_t>(want.size() / 3), 3}) {
+        Say("fail %s: wrong shape", what.c_str());
+        return 1;
+      }
+      if (!Expect(what, got, want)) return 1;
+      mix(got);
+    }
+    // Reducescatter of R rows of 2, sum and average.
+    for (int32_t op : {TUTTI_OP_SUM, TUTTI_OP_AVERAGE}) {
+      for (int64_t rows : {0, 1, 7}) {
+        Tensor t = Filled(d, {rows, 2}, my_rank);
+        tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+        options.reduce_op = op;
+        tutti_request_t request;
+        std::string what = name("reducescatter");
+        Check(what.c_str(), tutti_reducescatter(rt, what.c_str(), set, &t.desc, &options, &request));
+        if (Finish(request, what) != TUTTI_OK) return 1;
+        std::vector<int64_t> shape;
+        std::vector<double> got = Output(request, d, &shape), want;
+        tutti_request_free(request);
+        int64_t begin = 0;
+        for (int32_t p = 0; p < me; ++p) begin += rows / n + (p < rows % n ? 1 : 0);
+        const int64_t mine = rows / n + (me < rows % n ? 1 : 0);
+        for (int64_t i = begin * 2; i < (begin + mine) * 2; ++i) {
+          double sum = 0;
+          for (int32_t p = 0; p < n; ++p) sum += Value(d, members[p], i);
+          // Average: integers divide (truncating); floating types multiply by 1/n, in float32
+          // for the 16- and 32-bit types, then round to the dtype.
+          double v = sum;
+          if (op == TUTTI_OP_AVERAGE) {
+            if (d.dtype >= TUTTI_DTYPE_INT8) v = std::trunc(sum / n);
+            else if (d.dtype == TUTTI_DTYPE_FLOAT64) v = sum * (1.0 / n);
+            else v = static_cast<float>(sum) * static_cast<float>(1.0 / n);
+          }
+          want.push_back(v);
+        }
+        if (op == TUTTI_OP_AVERAGE && d.dtype <= TUTTI_DTYPE_BFLOAT16) {
+          // Rounded to the dtype: compare through it.
+          for (double& v : want) {
+            Tensor one(d.dtype, 1, d.size);
+            d.store(one.bytes.data(), 0, v);
+            v = d.load(one.bytes.data(), 0);
+          }
+        }
+        if (shape != std::vector<int64_t>{mine, 2}) {
+          Say("fail %s: wrong shape", what.c_str());
+          return 1;
+        }
+        if (!Expect(what, got, want)) return 1;
+      }
+    }
+    // Alltoall: member p sends (p + q) % 3 rows of 2 to member q; and equal splits.
+    for (bool equal : {false, true}) {
+      std::vector<int64_t> splits(n);
+      for (int32_t q = 0; q < n; ++q) splits[q] = equal ? 2 : (me + q) % 3;
+      int64_t rows = 0;
+      for (int64_t s : splits) rows += s;
+      Tensor t = Filled(d, {rows, 2}, my_rank);
+      tutti_request_t request;
+      std::string what = name("alltoall");
+      Check(what.c_str(), tutti_alltoall(rt, what.c_str(), set, &t.desc, equal ? nullptr : splits.data(),
+                                         equal ? 0 : n, &request));
+      if (Finish(request, what) != TUTTI_OK) return 1;
+      std::vector<int64_t> shape, received(n);
+      std::vector<double> got = Output(request, d, &shape), want;
+      int32_t count = 0;
+      Check("received splits", tutti_request_received_splits(request, received.data(), n, &count));
+      tutti_request_free(request);
+      for (int32_t p = 0; p < n; ++p) {
+        // Rows member p sent to me start after those it sent to members before me.
+        int64_t offset = 0;
+        for (int32_t q = 0; q < me; ++q) offset += equal ? 2 : (p + q) % 3;
+        const int64_t take = equal ? 2 : (p + me) % 3;
+        if (received[p] != take) {
+          Say("fail %s: received split %d is %lld", what.c_str(), p, static_cast<long long>(received[p]));
+          return 1;
+        }
+        for (int64_t i = offset * 2; i < (offset + take) * 2; ++i) want.push_back(Value(d, members[p], i));
+      }
+      if (!Expect(what, got, want)) return 1;
+    }
+  }
+  Say("collectives ok");
+  tutti_request_t barrier;
+  Check("barrier", tutti_barrier(rt, set, &barrier));
+  if (Finish(barrier, "barrier") != TUTTI_OK) return 1;
+  tutti_request_free(barrier);
+  Say("barrier ok");
+  if (large) {
+    // 64 MiB broadcast and allgather, release builds only.
+    const DTypeInfo& d = AllDTypes()[TUTTI_DTYPE_FLOAT32 - 1];
+    Tensor t = Filled(d, {16 << 20}, my_rank);
+    tutti_request_t request;
+    Check("large broadcast", tutti_broadcast(rt, "large.broadcast", set, &t.desc, members[0], &request));
+    if (Finish(request, "large broadcast") != TUTTI_OK) return 1;
+    tutti_request_free(request);
+    for (int64_t i = 0; i < (16 << 20); i += 4099)
+      if (t.as<float>()[i] != static_cast<float>(Value(d, members[0], i))) return Say("fail large broadcast"), 1;
+    Tensor rows = Filled(d, {(16 << 20) / n / 4, 4}, my_rank);
+    Check("large reducescatter", tutti_reducescatter(rt, "large.rs", set, &rows.desc, nullptr, &request));
+    if (Finish(request, "large reducescatter") != TUTTI_OK) return 1;
+    tutti_request_free(request);
+    Say("large ok");
+  }
+  Say("digest %016llx", static_cast<unsigned long long>(digest));
+  return 0;
+}
+
+// Runs EveryCollective on the set among `lists` ("0,1,2,3" or "0,1|2,3") this rank belongs to.
+int CollectivesOn(const std::string& lists, bool large) {
+  int32_t mine = -1;
+  size_t start = 0;
+  while (start <= lists.size()) {
+    size_t end = lists.find('|', start);
+    if (end == std::string::npos) end = lists.size();
+    auto ranks = ParseRanks(lists.substr(start, end - start).c_str());
+    int32_t id;
+    Check("add", tutti_process_set_add(rt, ranks.data(), static_cast<int32_t>(ranks.size()), 0, &id));
+    for (int32_t r : ranks)
+      if (r == my_rank) mine = id;
+    start = end + 1;
+  }
+  if (mine < 0) {
+    Say("not a member");
+    return 0;
+  }
+  return EveryCollective(mine, large);
+}
+
 // ---- failure scenarios (tests/multiproc/failure_test.cc) ----------------------------------------
 
 // Set while the harness has not yet written "go": loops run until then.
@@ -642,6 +846,8 @@ int main(int argc, char** argv) {
   else if (scenario == "fork") result = ForkThenDie();
   else if (scenario == "steady") result = Steady();
   else if (scenario == "finalize_in_flight") result = FinalizeInFlight();
+  else if (scenario == "collectives")
+    result = CollectivesOn(argc > 2 ? argv[2] : "", argc > 3 && std::string(argv[3]) == "large");
   else Say("fail: unknown scenario %s", scenario.c_str());
   Check("finalize", tutti_finalize(rt));
   return result;

@@ -195,6 +195,39 @@ TUTTI_API tutti_status_t tutti_allreduce(tutti_runtime_t runtime, const char* na
                                          const tutti_allreduce_options_t* options,
                                          tutti_request_t* request);
 
+/* Broadcasts `tensor` in place from `root` (a global rank in the set) to every member. All
+ * members pass the same dtype, shape and root. */
+TUTTI_API tutti_status_t tutti_broadcast(tutti_runtime_t runtime, const char* name, int32_t set_id,
+                                         const tutti_tensor_t* tensor, int32_t root,
+                                         tutti_request_t* request);
+
+/* Gathers every member's `input` along the first dimension, in set order (sorted global ranks).
+ * Members may contribute different first dimensions; the others must match. The result belongs
+ * to the request: read it with tutti_request_output() once the request completed. */
+TUTTI_API tutti_status_t tutti_allgather(tutti_runtime_t runtime, const char* name, int32_t set_id,
+                                         const tutti_tensor_t* input, tutti_request_t* request);
+
+/* Reduces every member's `input` (same shape everywhere) and leaves each member a block of rows:
+ * with R rows among n members, member i (in set order) gets R / n rows, plus one if i < R % n,
+ * taken in order. `options` as for allreduce (NULL: sum). The result belongs to the request. */
+TUTTI_API tutti_status_t tutti_reducescatter(tutti_runtime_t runtime, const char* name,
+                                             int32_t set_id, const tutti_tensor_t* input,
+                                             const tutti_allreduce_options_t* options,
+                                             tutti_request_t* request);
+
+/* Sends splits[j] consecutive rows of `input` to the j-th member (set order) and receives what
+ * each member sends this rank, concatenated in set order. `splits` NULL: equal splits (the rows
+ * must divide by the set size); otherwise `nsplits` must be the set size and the splits must add
+ * up to the rows. The result belongs to the request; tutti_request_received_splits() tells how
+ * many rows came from each member. */
+TUTTI_API tutti_status_t tutti_alltoall(tutti_runtime_t runtime, const char* name, int32_t set_id,
+                                        const tutti_tensor_t* input, const int64_t* splits,
+                                        int32_t nsplits, tutti_request_t* request);
+
+/* Completes once every member of the set has entered the barrier. */
+TUTTI_API tutti_status_t tutti_barrier(tutti_runtime_t runtime, int32_t set_id,
+                                       tutti_request_t* request);
+
 /* ---- requests ------------------------------------------------------------------------------ */
 /* TUTTI_OK when done, TUTTI_IN_PROGRESS while pending, or the request's error. */
 TUTTI_API tutti_status_t tutti_request_test(tutti_request_t request);
@@ -202,6 +235,15 @@ TUTTI_API tutti_status_t tutti_request_test(tutti_request_t request);
 /* Waits up to `timeout_ms` (< 0: until the runtime's timeout). Returns the request's status, or
  * TUTTI_ERR_TIMEOUT if the wait expired; the request then stays pending. */
 TUTTI_API tutti_status_t tutti_request_wait(tutti_request_t request, int64_t timeout_ms);
+
+/* The result of a completed allgather, reducescatter or alltoall: fills `output` (whose
+ * struct_size the caller sets) with a pointer to data and shape owned by the request, valid until
+ * tutti_request_free(). */
+TUTTI_API tutti_status_t tutti_request_output(tutti_request_t request, tutti_tensor_t* output);
+
+/* For a completed alltoall: rows received from each member, in set order (`*count` of them). */
+TUTTI_API tutti_status_t tutti_request_received_splits(tutti_request_t request, int64_t* splits,
+                                                       int32_t capacity, int32_t* count);
 
 /* Releases the handle. A pending request keeps running and still writes its output: buffers must
  * stay valid until it completes or the runtime is finalized. */

@@ -1,0 +1,20 @@
+// The collectives a lane runs, each on the set's transport context. Every function leaves the
+// same bytes on every member (reductions happen once per chunk, in a fixed order).
+#pragma once
+
+#include "client/request.h"
+#include "client/ring_allreduce.h"
+
+namespace tutti::client {
+
+// Runs the agreed `response` for `request`, writing the caller's output or the request's result.
+// `member_rows` comes from the coordinator (allgather: each member's first dimension; alltoall:
+// the n x n split matrix).
+Status RunCollective(const RingArgs& ring, Request& request,
+                     const std::vector<int64_t>& member_rows);
+
+// The rows of a `rows`-row tensor that reducescatter leaves on member i: the first rows % n members
+// get one row more than the others, in set order.
+std::vector<int64_t> ReducescatterRows(int64_t rows, size_t n);
+
+}  // namespace tutti::client
