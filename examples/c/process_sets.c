@@ -1,5 +1,7 @@
 /* Process sets in C: the even and the odd ranks each allreduce in a set of their own while the
- * whole world allreduces at the same time. Run it with: tuttirun -np 4 ./example_process_sets */
+ * whole world allreduces at the same time; then each set broadcasts weights from its first
+ * member and exchanges shards with alltoall, and the world gathers variable-sized batches.
+ * Run it with: tuttirun -np 4 ./example_process_sets (up to 64 ranks) */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -68,9 +70,69 @@ int main(void) {
     if (mine[i] != (float)(rank_sum + my_set_size * i)) ++errors;
     if (world[i] != (float)size) ++errors;
   }
-  printf("rank %d: %s set %d (%s ranks) sum verified, world sum = %.0f verified: %s\n", rank,
-         rank % 2 == 0 ? "even" : "odd", my_set, rank % 2 == 0 ? "even" : "odd", world[0],
-         errors == 0 ? "ok" : "WRONG");
+  /* Broadcast in the set from its first member (a global rank), e.g. initial weights. */
+  int32_t root = rank % 2;
+  float weights[4] = {0, 0, 0, 0};
+  if (rank == root)
+    for (int i = 0; i < 4; ++i) weights[i] = 100.0f + (float)i;
+  int64_t four[1] = {4};
+  tutti_tensor_t weights_t = TUTTI_TENSOR_INIT;
+  weights_t.data = weights;
+  weights_t.dtype = TUTTI_DTYPE_FLOAT32;
+  weights_t.ndim = 1;
+  weights_t.shape = four;
+  tutti_request_t req;
+  CHECK(tutti_broadcast(rt, "weights", my_set, &weights_t, root, &req));
+  CHECK(tutti_request_wait(req, -1));
+  CHECK(tutti_request_free(req));
+  for (int i = 0; i < 4; ++i)
+    if (weights[i] != 100.0f + (float)i) ++errors;
+
+  /* Allgather on the world: rank r contributes r + 1 rows of 2 values (variable batch sizes). */
+  int32_t rows_mine = rank + 1;
+  int32_t batch[2 * 64];
+  for (int i = 0; i < 2 * rows_mine; ++i) batch[i] = rank;
+  int64_t batch_shape[2] = {rows_mine, 2};
+  tutti_tensor_t batch_t = TUTTI_TENSOR_INIT;
+  batch_t.data = batch;
+  batch_t.dtype = TUTTI_DTYPE_INT32;
+  batch_t.ndim = 2;
+  batch_t.shape = batch_shape;
+  CHECK(tutti_allgather(rt, "batches", TUTTI_WORLD, &batch_t, &req));
+  CHECK(tutti_request_wait(req, -1));
+  tutti_tensor_t gathered = TUTTI_TENSOR_INIT; /* owned by the request until it is freed */
+  CHECK(tutti_request_output(req, &gathered));
+  int64_t row = 0;
+  for (int32_t r = 0; r < size; ++r)
+    for (int32_t k = 0; k <= r; ++k, ++row)
+      if (((const int32_t*)gathered.data)[2 * row] != r) ++errors;
+  if (gathered.shape[0] != row) ++errors;
+  CHECK(tutti_request_free(req));
+
+  /* Alltoall in the set: send one row to each member, receive one from each (set order). */
+  float shard[64], *received;
+  for (int32_t j = 0; j < my_set_size; ++j) shard[j] = (float)(rank * 1000 + j);
+  int64_t shard_shape[1] = {my_set_size};
+  tutti_tensor_t shard_t = TUTTI_TENSOR_INIT;
+  shard_t.data = shard;
+  shard_t.dtype = TUTTI_DTYPE_FLOAT32;
+  shard_t.ndim = 1;
+  shard_t.shape = shard_shape;
+  CHECK(tutti_alltoall(rt, "experts", my_set, &shard_t, NULL, 0, &req));
+  CHECK(tutti_request_wait(req, -1));
+  tutti_tensor_t exchanged = TUTTI_TENSOR_INIT;
+  CHECK(tutti_request_output(req, &exchanged));
+  received = (float*)exchanged.data;
+  int32_t my_index;
+  CHECK(tutti_process_set_rank(rt, my_set, &my_index));
+  for (int32_t j = 0; j < my_set_size; ++j) /* member j of my set is global rank 2j + rank % 2 */
+    if (received[j] != (float)((2 * j + rank % 2) * 1000 + my_index)) ++errors;
+  CHECK(tutti_request_free(req));
+
+  printf("rank %d: %s set %d (%s ranks) sum verified, world sum = %.0f verified, broadcast, "
+         "allgather of %lld rows and alltoall verified: %s\n",
+         rank, rank % 2 == 0 ? "even" : "odd", my_set, rank % 2 == 0 ? "even" : "odd", world[0],
+         (long long)row, errors == 0 ? "ok" : "WRONG");
   CHECK(tutti_finalize(rt));
   return errors == 0 ? 0 : 1;
 }

@@ -43,6 +43,51 @@ TEST(Collectives, World) { RunCollectives("0,1,2,3", {0, 0, 0, 0}); }
 TEST(Collectives, ProperSubset) { RunCollectives("0,2,3", {0, -1, 0, 0}); }
 TEST(Collectives, TwoDisjointSetsAtOnce) { RunCollectives("0,1|2,3", {0, 0, 1, 1}); }
 
+TEST(Collectives, OverlappingSetsInOppositeOrders) {
+  Tuttid tuttid;
+  auto ranks = StartRanks(tuttid, "interleave", {});
+  for (auto& rank : ranks) EXPECT_TRUE(rank->ReadUntil("interleave ok", In(120))) << rank->transcript();
+  ExpectAllSucceed(ranks);
+}
+
+// Each validation rule, on every member (S = {0,1,2}), with exact statuses and messages.
+TEST(Collectives, ValidationErrorsOnEveryMember) {
+  Tuttid tuttid;
+  auto ranks = StartRanks(tuttid, "collective_errors", {});
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"outside-root", "-1 broadcast 'b': root rank 3 is not a member of process set 1"},
+      {"roots", "-5 mismatched 'r' on process set 1: rank 0 sent broadcast float32[4] root=0, "
+                "rank 2 sent broadcast float32[4] root=1"},
+      {"gather-dims", "-5 mismatched 'g' on process set 1: rank 0 sent allgather float32[2, 3], "
+                      "rank 2 sent allgather float32[2, 4]"},
+      {"scatter-op", "-5 mismatched 'rs' on process set 1: rank 0 sent reducescatter float32[3] "
+                     "op=sum, rank 2 sent reducescatter float32[3] op=max"},
+      {"scatter-scalar", "-1 reducescatter 'rs0': the input needs at least one dimension (its rows)"},
+      {"splits-equal", "-1 alltoall 'a': 7 rows do not divide among 3 ranks; give splits"},
+      {"alltoall-dtype", "-5 mismatched 't' on process set 1: rank 0 sent alltoall float32[3, 2], "
+                         "rank 2 sent alltoall int32[3, 2]"},
+      {"after", "-5 mismatched 'g' on process set 1: rank 0 sent allgather float32[2, 3], "
+                "rank 2 sent allgather float32[2, 4]"},
+  };
+  for (int r = 0; r < 3; ++r) {
+    for (const auto& [label, message] : expected) {
+      if (label == "splits-equal" && r == 1) {
+        auto sum = ranks[r]->ReadUntil("err splits-sum ", In(60));
+        ASSERT_TRUE(sum) << ranks[r]->transcript();
+        EXPECT_EQ(*sum, "-1 alltoall 'a': splits add up to 5 rows, the input has 6");
+        auto count = ranks[r]->ReadUntil("err splits-count ", In(60));
+        ASSERT_TRUE(count) << ranks[r]->transcript();
+        EXPECT_EQ(*count, "-1 alltoall 'a': 2 splits for a set of 3 ranks");
+      }
+      auto line = ranks[r]->ReadUntil("err " + label + " ", In(60));
+      ASSERT_TRUE(line) << label << "\n" << ranks[r]->transcript();
+      EXPECT_EQ(*line, message) << "rank " << r;
+    }
+    EXPECT_TRUE(ranks[r]->ReadUntil("errors done", In(60))) << ranks[r]->transcript();
+  }
+  ExpectAllSucceed(ranks);
+}
+
 #if !defined(TUTTI_SANITIZED)
 TEST(Collectives, Large64MiBOnTheWorld) { RunCollectives("0,1,2,3", {0, 0, 0, 0}, /*large=*/true); }
 #endif

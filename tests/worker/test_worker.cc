@@ -655,6 +655,98 @@ int EveryCollective(int32_t set, bool large) {
   return 0;
 }
 
+// Waits for a request expected to fail and prints "err <label> <status> <message>".
+// `request` is read after `submitted` was computed (argument order is unspecified in C++).
+void ReportFailure(const char* label, tutti_status_t submitted, tutti_request_t* slot) {
+  tutti_request_t request = *slot;
+  *slot = nullptr;
+  if (submitted != TUTTI_OK) {
+    Say("err %s %d %s", label, submitted, tutti_last_error());
+    return;
+  }
+  tutti_status_t status = tutti_request_wait(request, -1);
+  Say("err %s %d %s", label, status, tutti_last_error());
+  tutti_request_free(request);
+}
+
+// Validation failures of each kind on S={0,1,2} (rank 3 only adds S), each followed by a good op.
+int CollectiveErrors() {
+  int32_t s_ranks[] = {0, 1, 2}, s;
+  Check("add S", tutti_process_set_add(rt, s_ranks, 3, 0, &s));
+  if (my_rank == 3) return 0;
+  const DTypeInfo& f32 = AllDTypes()[TUTTI_DTYPE_FLOAT32 - 1];
+  const DTypeInfo& i32 = AllDTypes()[TUTTI_DTYPE_INT32 - 1];
+  tutti_request_t request = nullptr;
+
+  Tensor t = Filled(f32, {4}, my_rank);
+  ReportFailure("outside-root", tutti_broadcast(rt, "b", s, &t.desc, 3, &request), &request);
+  ReportFailure("roots", tutti_broadcast(rt, "r", s, &t.desc, my_rank == 2 ? 1 : 0, &request), &request);
+
+  Tensor g = Filled(f32, {2, my_rank == 2 ? 4 : 3}, my_rank);
+  ReportFailure("gather-dims", tutti_allgather(rt, "g", s, &g.desc, &request), &request);
+
+  Tensor rs = Filled(f32, {3}, my_rank);
+  tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  options.reduce_op = my_rank == 2 ? TUTTI_OP_MAX : TUTTI_OP_SUM;
+  ReportFailure("scatter-op", tutti_reducescatter(rt, "rs", s, &rs.desc, &options, &request), &request);
+  Tensor scalar = Filled(f32, {}, my_rank);
+  ReportFailure("scatter-scalar", tutti_reducescatter(rt, "rs0", s, &scalar.desc, nullptr, &request), &request);
+
+  Tensor a = Filled(f32, {6, 2}, my_rank);
+  int64_t bad[] = {1, 2, 2}, good[] = {2, 2, 2}, few[] = {3, 3};
+  if (my_rank == 1) {
+    ReportFailure("splits-sum", tutti_alltoall(rt, "a", s, &a.desc, bad, 3, &request), &request);
+    ReportFailure("splits-count", tutti_alltoall(rt, "a", s, &a.desc, few, 2, &request), &request);
+  }
+  Tensor odd = Filled(f32, {7, 2}, my_rank);
+  ReportFailure("splits-equal", tutti_alltoall(rt, "a", s, &odd.desc, nullptr, 0, &request), &request);
+  Check("alltoall", tutti_alltoall(rt, "a", s, &a.desc, good, 3, &request));
+  if (Finish(request, "alltoall") != TUTTI_OK) return 1;
+  tutti_request_free(request);
+
+  Tensor typed = Filled(my_rank == 2 ? i32 : f32, {3, 2}, my_rank);
+  ReportFailure("alltoall-dtype", tutti_alltoall(rt, "t", s, &typed.desc, nullptr, 0, &request), &request);
+
+  Check("allgather", tutti_allgather(rt, "g", s, &g.desc, &request));  // the name is free again
+  ReportFailure("after", TUTTI_OK, &request);  // expected to fail again: rank 2's dims still differ
+  Tensor fine = Filled(f32, {2, 3}, my_rank);
+  Check("allgather", tutti_allgather(rt, "fine", s, &fine.desc, &request));
+  if (Finish(request, "allgather") != TUTTI_OK) return 1;
+  tutti_request_free(request);
+  Say("errors done");
+  return 0;
+}
+
+// A={0,1,2} and B={1,2,3}: ranks 1 and 2 submit on both in opposite orders, 20 times, mixing
+// allgather on A with broadcast on B. Prints "interleave ok".
+int Interleave() {
+  int32_t a_ranks[] = {0, 1, 2}, b_ranks[] = {1, 2, 3}, a, b;
+  Check("add A", tutti_process_set_add(rt, a_ranks, 3, 0, &a));
+  Check("add B", tutti_process_set_add(rt, b_ranks, 3, 0, &b));
+  const DTypeInfo& f32 = AllDTypes()[TUTTI_DTYPE_FLOAT32 - 1];
+  for (int i = 0; i < 20; ++i) {
+    Tensor g = Filled(f32, {2, 2}, my_rank), t = Filled(f32, {5}, my_rank);
+    tutti_request_t on_a = nullptr, on_b = nullptr;
+    const std::string ga = "ga." + std::to_string(i), bb = "bb." + std::to_string(i);
+    auto submit_a = [&] { Check("A", tutti_allgather(rt, ga.c_str(), a, &g.desc, &on_a)); };
+    auto submit_b = [&] { Check("B", tutti_broadcast(rt, bb.c_str(), b, &t.desc, 3, &on_b)); };
+    if (my_rank == 2) {
+      if (my_rank <= 2) submit_b();
+      submit_a();
+    } else {
+      if (my_rank <= 2) submit_a();
+      if (my_rank >= 1) submit_b();
+    }
+    if (on_a && Finish(on_a, ga) != TUTTI_OK) return 1;
+    if (on_b && Finish(on_b, bb) != TUTTI_OK) return 1;
+    if (on_b && t.as<float>()[4] != static_cast<float>(Value(f32, 3, 4))) return Say("fail B value"), 1;
+    if (on_a) tutti_request_free(on_a);
+    if (on_b) tutti_request_free(on_b);
+  }
+  Say("interleave ok");
+  return 0;
+}
+
 // Runs EveryCollective on the set among `lists` ("0,1,2,3" or "0,1|2,3") this rank belongs to.
 int CollectivesOn(const std::string& lists, bool large) {
   int32_t mine = -1;
@@ -846,6 +938,8 @@ int main(int argc, char** argv) {
   else if (scenario == "fork") result = ForkThenDie();
   else if (scenario == "steady") result = Steady();
   else if (scenario == "finalize_in_flight") result = FinalizeInFlight();
+  else if (scenario == "collective_errors") result = CollectiveErrors();
+  else if (scenario == "interleave") result = Interleave();
   else if (scenario == "collectives")
     result = CollectivesOn(argc > 2 ? argv[2] : "", argc > 3 && std::string(argv[3]) == "large");
   else Say("fail: unknown scenario %s", scenario.c_str());
