@@ -198,6 +198,14 @@ TUTTI_API tutti_status_t tutti_finalize(tutti_runtime_t runtime) {
   });
 }
 
+TUTTI_API tutti_status_t tutti_abort(tutti_runtime_t runtime) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(runtime);
+    runtime->runtime->Abort();
+    return TUTTI_OK;
+  });
+}
+
 TUTTI_API tutti_status_t tutti_rank(tutti_runtime_t rt, int32_t* out) {
   return GetInt(__func__, rt, out, [](client::Runtime& r) { return r.rank(); });
 }

@@ -115,6 +115,17 @@ void CoordinatorLink::Announce(int32_t set_id, wire::TensorSpec spec) {
   Wake();
 }
 
+void CoordinatorLink::SendAbort() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!registered_ || !dead_.ok()) return;
+    wire::Frame frame;
+    frame.mutable_abort();
+    outbox_.push_back(wire::Encode(frame, epoch_));
+  }
+  Wake();
+}
+
 void CoordinatorLink::Flush() {
   std::vector<std::string> frames;
   {

@@ -55,6 +55,9 @@ class CoordinatorLink {
 
   uint64_t NextRequestId() { return next_request_id_++; }
 
+  // Tells tuttid that the application aborted this rank. Fire and forget.
+  void SendAbort();
+
  private:
   void Run();
   void Wake();

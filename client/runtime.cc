@@ -369,6 +369,12 @@ void Runtime::OnFault(const wire::Fault& fault) {
   for (int32_t id : broken_sets) FailPending(id, status);
 }
 
+void Runtime::Abort() {
+  // Peers first: they learn it from tuttid while this rank unwinds.
+  link_->SendAbort();
+  OnDead(Status(Code::kAborted, "aborted: this rank called tutti_abort"));
+}
+
 void Runtime::OnDead(const Status& status) {
   std::vector<int32_t> sets;
   {

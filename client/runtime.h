@@ -69,6 +69,10 @@ class Runtime {
 
   Status Submit(CollectiveArgs args, std::shared_ptr<Request>* request);
 
+  // Fails every pending request (waking lanes blocked in the data plane) and every later call
+  // with kAborted, and tells the peers through tuttid. Finalize still works afterwards.
+  void Abort();
+
  private:
   explicit Runtime(const RuntimeOptions& options);
   Status Join();

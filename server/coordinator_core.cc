@@ -79,6 +79,10 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
       out->push_back(std::move(echo));
       break;
     }
+    case wire::Frame::kAbort:
+      job.Abort(rank, out);
+      CollectEvicted(job);
+      break;
     case wire::Frame::kBye:
       // Only welcomed ranks say Bye (a rank whose registration failed has nothing to leave).
       job.Leave(rank, out);

@@ -238,6 +238,13 @@ void Job::Leave(int32_t rank, Outbox* out) {
   state_[rank] = RankState::kLeft;
 }
 
+void Job::Abort(int32_t rank, Outbox* out) {
+  const Status status(Code::kAborted, fmt::format("aborted: rank {} called tutti_abort", rank));
+  spdlog::warn("job '{}': {}", id_, status.message());
+  Remove(rank, status, /*fault=*/true, out);
+  evicted_.emplace_back(peer_of_rank_[rank], status);
+}
+
 void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   if (!alive(rank)) return;
   state_[rank] = RankState::kLost;

@@ -47,6 +47,8 @@ class Job {
   void Announce(int32_t rank, const wire::Announce& msg, Outbox* out);
   // Orderly leave (Bye): collectives still waiting for this rank fail on the others.
   void Leave(int32_t rank, Outbox* out);
+  // The application aborted `rank`: its sets break and every live rank is told, by name.
+  void Abort(int32_t rank, Outbox* out);
   // Any frame from `rank` proves its I/O path alive.
   void Touch(int32_t rank, Clock::time_point now);
   // Routing ids of ranks declared lost since the last call, with what to tell them if they speak.

@@ -99,6 +99,7 @@ Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
     case wire::Frame::kAnnounce: return ValidateAnnounce(frame->announce());
     case wire::Frame::kBye:
     case wire::Frame::kHeartbeat:
+    case wire::Frame::kAbort:
       return Status::Ok();
     case wire::Frame::BODY_NOT_SET: return Invalid("frame has no body");
     default:

@@ -157,6 +157,30 @@ TEST(Failures, RestartedCoordinatorRefusesRanksOfTheOldEpoch) {
   ExpectAllSucceed(ranks);
 }
 
+// Abort while rank 0's ring step waits on a frozen peer: its request ends at once (well within a
+// quarter of the 60 s timeout), later calls fail, finalize works, and rank 1 is told who aborted.
+TEST(Failures, AbortEndsRequestsAtOnceAndNamesTheRankToItsPeers) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 3;
+  auto ranks = StartRanks(tuttid, "abort", options);
+  for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("started", In(60))) << rank->transcript();
+  ranks[2]->Signal(SIGSTOP);
+  ranks[0]->WriteLine("go");
+  auto aborted = ranks[0]->ReadUntil("aborted ", In(60));
+  ASSERT_TRUE(aborted) << ranks[0]->transcript();
+  EXPECT_TRUE(StartsWith(*aborted, "-9 ")) << *aborted;
+  EXPECT_LT(std::stoll(aborted->substr(3)), 15000) << *aborted;
+  EXPECT_NE(aborted->find("aborted: this rank called tutti_abort"), std::string::npos) << *aborted;
+  EXPECT_EQ(ranks[0]->ReadUntil("later ", In(30)), "-9 aborted: this rank called tutti_abort");
+  EXPECT_EQ(ranks[0]->ReadUntil("finalized ", In(30)), "0");
+  EXPECT_EQ(ranks[0]->Wait(In(30)), 0);
+  auto peer = ranks[1]->ReadUntil("peer ", In(60));
+  ASSERT_TRUE(peer) << ranks[1]->transcript();
+  EXPECT_TRUE(StartsWith(*peer, "-9 aborted: rank 0 called tutti_abort")) << *peer;
+  EXPECT_EQ(ranks[1]->Wait(In(30)), 0) << ranks[1]->transcript();
+}
+
 TEST(Failures, FinalizeWithACollectiveInFlightReturnsPromptly) {
   Tuttid tuttid;
   RankOptions options;

@@ -899,6 +899,34 @@ int FinalizeInFlight() {
   std::exit(0);  // the runtime is gone: skip main's finalize
 }
 
+// Three ranks start a 64 MiB allreduce ("started"); the harness freezes rank 2 and tells rank 0 to
+// abort: rank 0 prints "aborted <status> <ms> <message>" (how long its request took to end after
+// the call) and "finalized <status>"; rank 1 prints "peer <status> <message>".
+int AbortInFlight() {
+  Tensor big(TUTTI_DTYPE_FLOAT32, 16 << 20, 4);
+  tutti_request_t request;
+  Check("submit", tutti_allreduce(rt, "big", TUTTI_WORLD, &big.desc, &big.desc, nullptr, &request));
+  Say("started");
+  if (my_rank == 0) {
+    AwaitGo();
+    auto start = std::chrono::steady_clock::now();
+    Check("abort", tutti_abort(rt));
+    tutti_status_t status = tutti_request_wait(request, -1);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    Say("aborted %d %lld %s", status, static_cast<long long>(ms.count()), tutti_last_error());
+    tutti_request_free(request);
+    tutti_request_t later;
+    status = tutti_barrier(rt, TUTTI_WORLD, &later);
+    Say("later %d %s", status, tutti_last_error());
+    Say("finalized %d", tutti_finalize(rt));
+    std::exit(0);
+  }
+  tutti_status_t status = tutti_request_wait(request, -1);
+  Say("peer %d %s", status, tutti_last_error());
+  tutti_request_free(request);
+  return 0;
+}
+
 // Every rank loops world allreduces until "go" ("w <i>"), while the harness throws bad frames.
 int Steady() {
   WatchForGo();
@@ -939,6 +967,7 @@ int main(int argc, char** argv) {
   else if (scenario == "steady") result = Steady();
   else if (scenario == "finalize_in_flight") result = FinalizeInFlight();
   else if (scenario == "collective_errors") result = CollectiveErrors();
+  else if (scenario == "abort") result = AbortInFlight();
   else if (scenario == "interleave") result = Interleave();
   else if (scenario == "collectives")
     result = CollectivesOn(argc > 2 ? argv[2] : "", argc > 3 && std::string(argv[3]) == "large");

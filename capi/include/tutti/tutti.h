@@ -133,6 +133,11 @@ TUTTI_API tutti_status_t tutti_init(const tutti_init_options_t* options, tutti_r
  * handles must still be freed. */
 TUTTI_API tutti_status_t tutti_finalize(tutti_runtime_t runtime);
 
+/* Aborts this rank: every pending request completes with TUTTI_ERR_ABORTED at once (also one
+ * blocked in the data plane), later calls fail with it, and the members of this rank's sets get
+ * TUTTI_ERR_ABORTED naming this rank. The runtime must still be finalized. */
+TUTTI_API tutti_status_t tutti_abort(tutti_runtime_t runtime);
+
 /* ---- versions and errors ------------------------------------------------------------------- */
 TUTTI_API tutti_status_t tutti_get_version(int32_t* version);
 
