@@ -404,6 +404,30 @@ TUTTI_API tutti_status_t tutti_alltoall(tutti_runtime_t rt, const char* name, in
   });
 }
 
+TUTTI_API tutti_status_t tutti_send(tutti_runtime_t rt, int32_t set_id, const tutti_tensor_t* tensor,
+                                    int32_t destination, int32_t tag, tutti_request_t* request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_BEGIN_SUBMIT(set_id);
+    args.kind = wire::POINT_TO_POINT_SEND;
+    if ((status = ReadTensor(tensor, "tensor", &args.input)) != TUTTI_OK) return status;
+    args.root = destination;
+    args.tag = tag;
+    return Submit(rt, nullptr, std::move(args), request);
+  });
+}
+
+TUTTI_API tutti_status_t tutti_recv(tutti_runtime_t rt, int32_t set_id, const tutti_tensor_t* tensor,
+                                    int32_t source, int32_t tag, tutti_request_t* request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_BEGIN_SUBMIT(set_id);
+    args.kind = wire::POINT_TO_POINT_RECV;
+    if ((status = ReadTensor(tensor, "tensor", &args.input)) != TUTTI_OK) return status;
+    args.root = source;
+    args.tag = tag;
+    return Submit(rt, nullptr, std::move(args), request);
+  });
+}
+
 TUTTI_API tutti_status_t tutti_barrier(tutti_runtime_t rt, int32_t set_id, tutti_request_t* request) {
   return Fenced(__func__, [&]() -> tutti_status_t {
     TUTTI_BEGIN_SUBMIT(set_id);

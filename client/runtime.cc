@@ -76,6 +76,10 @@ Status Runtime::Join() {
       request, transport::Clock::now() + Ms(options_.timeout_ms) + kCoordinatorGrace, &welcome_));
 
   device_->SetJobKey(welcome_.job_key());
+  std::vector<std::string> endpoints;
+  for (const auto& peer : welcome_.peers()) endpoints.push_back(peer.data_endpoint());
+  p2p_ = std::make_unique<PointToPoint>(device_.get(), options_.rank, endpoints,
+                                        Ms(options_.timeout_ms));
   std::vector<int32_t> world(options_.size);
   for (int32_t r = 0; r < options_.size; ++r) world[r] = r;
   // A lane opens before its set becomes visible: once it is, a submission on it may be answered.
@@ -104,6 +108,7 @@ Runtime::~Runtime() {
     lanes.swap(lanes_);
   }
   lanes.clear();
+  p2p_.reset();
   std::vector<int32_t> sets;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -226,7 +231,17 @@ Status Runtime::Validate(CollectiveArgs& args, const std::vector<int32_t>& membe
     op->spec.set_prescale(args.prescale);
     op->spec.set_postscale(args.postscale);
   }
-  const bool rows = args.kind != wire::COLLECTIVE_ALLREDUCE && args.kind != wire::COLLECTIVE_BROADCAST;
+  const bool p2p = args.kind == wire::POINT_TO_POINT_SEND || args.kind == wire::POINT_TO_POINT_RECV;
+  if (p2p) {
+    const char* role = args.kind == wire::POINT_TO_POINT_SEND ? "destination" : "source";
+    if (!std::binary_search(members.begin(), members.end(), args.root))
+      return invalid(std::string(role) + " rank " + std::to_string(args.root) +
+                     " is not a member of process set " + std::to_string(args.set_id));
+    if (args.root == options_.rank) return invalid(std::string(role) + " is this rank itself");
+    if (args.tag < 0) return invalid("negative tag " + std::to_string(args.tag));
+    op->output = args.input.data;
+  }
+  const bool rows = args.kind != wire::COLLECTIVE_ALLREDUCE && args.kind != wire::COLLECTIVE_BROADCAST && !p2p;
   if (rows && args.input.shape.empty())
     return invalid("the input needs at least one dimension (its rows)");
   switch (args.kind) {
@@ -289,6 +304,25 @@ Status Runtime::Submit(CollectiveArgs args, std::shared_ptr<Request>* request) {
   TUTTI_RETURN_IF_ERROR(sets_.Ranks(args.set_id, &members));
   Request::Operation op;
   TUTTI_RETURN_IF_ERROR(Validate(args, members, &op));
+  if (args.kind == wire::POINT_TO_POINT_SEND || args.kind == wire::POINT_TO_POINT_RECV) {
+    // Between two ranks only: no negotiation, no lane.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
+      if (!dead_.ok()) return dead_;
+      auto lost = lost_.find(args.root);
+      if (lost != lost_.end()) return lost->second;
+    }
+    op.spec.set_name(std::string(wire::KindName(args.kind)) + " " + std::to_string(args.tag));
+    auto created = std::make_shared<Request>(op);
+    const size_t bytes = op.count * ElementSize(static_cast<DType>(args.input.dtype));
+    if (args.kind == wire::POINT_TO_POINT_SEND)
+      p2p_->Send(args.set_id, args.root, args.tag, created, bytes);
+    else
+      p2p_->Recv(args.set_id, args.root, args.tag, created, bytes);
+    *request = std::move(created);
+    return Status::Ok();
+  }
   // Named only once valid: an automatic name consumed by a refused call would put this rank's
   // counter out of step with the others'.
   if (args.name.empty())
@@ -367,6 +401,7 @@ void Runtime::OnFault(const wire::Fault& fault) {
     }
   }
   for (int32_t id : broken_sets) FailPending(id, status);
+  for (int32_t rank : fault.lost_ranks()) p2p_->AbortPeer(rank, status);
 }
 
 void Runtime::Abort() {
@@ -384,6 +419,7 @@ void Runtime::OnDead(const Status& status) {
     for (auto& [id, lane] : lanes_) lane->Abort(status);
     for (const auto& [id, requests] : pending_) sets.push_back(id);
   }
+  if (p2p_) p2p_->AbortAll(status);
   for (int32_t id : sets) FailPending(id, status);
 }
 

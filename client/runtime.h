@@ -18,6 +18,7 @@
 
 #include "client/coordinator_link.h"
 #include "client/lane.h"
+#include "client/point_to_point.h"
 #include "client/request.h"
 #include "client/runtime_options.h"
 #include "client/set_registry.h"
@@ -42,7 +43,8 @@ struct CollectiveArgs {
   TensorArgs input, output;
   int32_t reduce_op = 1;
   double prescale = 1.0, postscale = 1.0;
-  int32_t root = -1;                     // broadcast
+  int32_t root = -1;                     // broadcast; send and recv: the peer
+  int32_t tag = 0;                       // send and recv
   std::optional<std::vector<int64_t>> splits;  // alltoall; none: equal splits
 };
 
@@ -102,6 +104,8 @@ class Runtime {
   bool shut_down_ = false;
   Status dead_;                      // coordinator lost or this rank evicted: everything fails
   std::map<int32_t, Status> lost_;  // ranks declared lost, with the status their sets fail with
+
+  std::unique_ptr<PointToPoint> p2p_;
 
   // Declared last: destroyed first, so its I/O thread stops before the state it calls into.
   std::unique_ptr<CoordinatorLink> link_;

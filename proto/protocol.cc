@@ -10,6 +10,8 @@ const char* KindName(CollectiveKind kind) {
     case COLLECTIVE_REDUCESCATTER: return "reducescatter";
     case COLLECTIVE_ALLTOALL: return "alltoall";
     case COLLECTIVE_BARRIER: return "barrier";
+    case POINT_TO_POINT_SEND: return "send";
+    case POINT_TO_POINT_RECV: return "recv";
     default: return "collective";
   }
 }

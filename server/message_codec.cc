@@ -50,7 +50,8 @@ Status ValidateAnnounce(const wire::Announce& a) {
 Status ValidateTensorSpec(const wire::TensorSpec& spec) {
   if (spec.name().empty() || spec.name().size() > kMaxNameBytes)
     return Invalid(fmt::format("tensor name must have 1 to {} bytes", kMaxNameBytes));
-  if (!wire::CollectiveKind_IsValid(spec.kind()) || spec.kind() == wire::COLLECTIVE_UNSPECIFIED)
+  if (!wire::CollectiveKind_IsValid(spec.kind()) || spec.kind() == wire::COLLECTIVE_UNSPECIFIED ||
+      spec.kind() == wire::POINT_TO_POINT_SEND || spec.kind() == wire::POINT_TO_POINT_RECV)
     return Invalid(fmt::format("tensor '{}': unknown collective kind {}", spec.name(),
                                static_cast<int>(spec.kind())));
   if (spec.kind() == wire::COLLECTIVE_BARRIER) return Status::Ok();  // carries no tensor

@@ -37,7 +37,7 @@ Status Transfer(int fd, size_t len, short event, Deadline deadline, int cancel,
       done += static_cast<size_t>(n);
       continue;
     }
-    if (n == 0) return Status(Code::kPeerLost, what + " closed the connection");
+    if (n == 0) return Status(Code::kPeerLost, what + ": connection closed");
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK)
       return Status(Code::kPeerLost, what + ": " + std::strerror(errno));

@@ -35,6 +35,16 @@ class Context {
   virtual void Abort(const Status& status) = 0;
 };
 
+// A one-way ordered byte stream to or from one peer, for point-to-point messages. Used by one
+// thread; Abort() (any thread) wakes it and makes every later call fail with the given status.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual Status Write(const void* data, size_t len, Deadline deadline) = 0;
+  virtual Status Read(void* data, size_t len, Deadline deadline) = 0;
+  virtual void Abort(const Status& status) = 0;
+};
+
 // One per runtime: the listener other ranks connect to and the factory of contexts. Thread-safe.
 class Device {
  public:
@@ -52,6 +62,14 @@ class Device {
 
   // Makes every blocked and later SendRecv of every context return kShutDown.
   virtual void Shutdown() = 0;
+
+  // Point-to-point: the sender opens a stream on `channel` to `peer`, and the receiver takes the
+  // stream `peer` opened on `channel` (waiting for it until `deadline`). Channel ids share the
+  // space of set ids, so callers keep them apart (negative for point-to-point).
+  virtual Status OpenStream(int32_t channel, int32_t self, int32_t peer, const std::string& endpoint,
+                            Deadline deadline, std::unique_ptr<Stream>* stream) = 0;
+  virtual Status AcceptStream(int32_t channel, int32_t peer, Deadline deadline,
+                              std::unique_ptr<Stream>* stream) = 0;
 };
 
 // A TCP device listening on `address` (an IPv4 address) with an OS-chosen port.

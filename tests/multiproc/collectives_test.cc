@@ -2,6 +2,8 @@
 // sizes 0, 1 and uneven, on the world, a proper subset and two disjoint sets at once. Each rank
 // checks its results exactly against a reference; members of a set must print the same digest of
 // what they all received (broadcast and allgather results).
+#include <signal.h>
+
 #include <map>
 #include <set>
 
@@ -86,6 +88,40 @@ TEST(Collectives, ValidationErrorsOnEveryMember) {
     EXPECT_TRUE(ranks[r]->ReadUntil("errors done", In(60))) << ranks[r]->transcript();
   }
   ExpectAllSucceed(ranks);
+}
+
+TEST(PointToPoint, PipelineStagesPassTensorsWhileEachAllreduces) {
+  Tuttid tuttid;
+  auto ranks = StartRanks(tuttid, "pipeline", {});
+  for (auto& rank : ranks) EXPECT_TRUE(rank->ReadUntil("pipeline ok", In(120))) << rank->transcript();
+  ExpectAllSucceed(ranks);
+}
+
+TEST(PointToPoint, ArgumentErrorsSizeMismatchAndLostSender) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 3;
+  auto ranks = StartRanks(tuttid, "p2p_errors", options);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"non-member", "-1 send: destination rank 2 is not a member of process set 1"},
+      {"self", "-1 recv: source is this rank itself"},
+      {"tag", "-1 send: negative tag -3"},
+      {"size", "-5 recv from rank 1 (tag 7) on process set 0: expected 8 bytes, the sender sent 16"},
+  };
+  for (const auto& [label, message] : expected) {
+    auto line = ranks[0]->ReadUntil("err " + label + " ", In(60));
+    ASSERT_TRUE(line) << ranks[0]->transcript();
+    EXPECT_EQ(*line, message);
+  }
+  ASSERT_TRUE(ranks[0]->ReadUntil("posted", In(60))) << ranks[0]->transcript();
+  ranks[1]->Signal(SIGKILL);
+  const auto hit = Clock::now();
+  auto recv = ranks[0]->ReadUntil("recv ", In(60));
+  ASSERT_TRUE(recv) << ranks[0]->transcript();
+  EXPECT_LE(Clock::now() - hit, std::chrono::seconds(10));
+  EXPECT_EQ(recv->rfind("-6 peer lost: rank 1", 0), 0u) << *recv;
+  EXPECT_EQ(ranks[0]->Wait(In(60)), 0) << ranks[0]->transcript();
+  EXPECT_EQ(ranks[2]->Wait(In(60)), 0) << ranks[2]->transcript();
 }
 
 #if !defined(TUTTI_SANITIZED)

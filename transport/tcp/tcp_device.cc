@@ -158,6 +158,64 @@ void TcpDevice::Forget(int32_t set_id) {
     it = it->first.first == set_id ? parked_.erase(it) : std::next(it);
 }
 
+namespace {
+
+// A connected socket used in one direction, with its own abort eventfd.
+class TcpStream : public Stream {
+ public:
+  TcpStream(UniqueFd fd, UniqueFd abort, std::string peer)
+      : fd_(std::move(fd)), abort_(std::move(abort)), peer_(std::move(peer)) {}
+  Status Write(const void* data, size_t len, Deadline deadline) override {
+    return Checked(WriteFully(fd_.get(), data, len, deadline, abort_.get(), peer_));
+  }
+  Status Read(void* data, size_t len, Deadline deadline) override {
+    return Checked(ReadFully(fd_.get(), data, len, deadline, abort_.get(), peer_));
+  }
+  void Abort(const Status& status) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!aborted_.ok()) return;
+      aborted_ = status;
+    }
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(abort_.get(), &one, sizeof(one));
+  }
+
+ private:
+  // fd_io reports a readable cancel fd as kShutDown: say why it was aborted instead.
+  Status Checked(Status status) {
+    if (status.ok() || status.code() == Code::kTimeout) return status;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!aborted_.ok()) return aborted_;
+    if (status.code() == Code::kPeerLost) return Status(status.code(), "peer lost: " + status.message());
+    return status;
+  }
+
+  UniqueFd fd_, abort_;
+  std::string peer_;
+  std::mutex mu_;
+  Status aborted_;
+};
+
+}  // namespace
+
+Status TcpDevice::OpenStream(int32_t channel, int32_t self, int32_t peer,
+                             const std::string& endpoint, Deadline deadline,
+                             std::unique_ptr<Stream>* stream) {
+  UniqueFd abort(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), fd;
+  TUTTI_RETURN_IF_ERROR(Connect(channel, self, peer, endpoint, deadline, abort.get(), &fd));
+  *stream = std::make_unique<TcpStream>(std::move(fd), std::move(abort), "rank " + std::to_string(peer));
+  return Status::Ok();
+}
+
+Status TcpDevice::AcceptStream(int32_t channel, int32_t peer, Deadline deadline,
+                               std::unique_ptr<Stream>* stream) {
+  UniqueFd abort(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), fd;
+  TUTTI_RETURN_IF_ERROR(Accept(channel, peer, deadline, abort.get(), &fd));
+  *stream = std::make_unique<TcpStream>(std::move(fd), std::move(abort), "rank " + std::to_string(peer));
+  return Status::Ok();
+}
+
 std::unique_ptr<Context> TcpDevice::CreateContext(int32_t set_id, int32_t self,
                                                   std::vector<std::string> endpoints) {
   return std::make_unique<TcpContext>(this, set_id, self, std::move(endpoints));

@@ -28,6 +28,10 @@ class TcpDevice : public Device {
   std::unique_ptr<Context> CreateContext(int32_t set_id, int32_t self,
                                          std::vector<std::string> endpoints) override;
   void Shutdown() override;
+  Status OpenStream(int32_t channel, int32_t self, int32_t peer, const std::string& endpoint,
+                    Deadline deadline, std::unique_ptr<Stream>* stream) override;
+  Status AcceptStream(int32_t channel, int32_t peer, Deadline deadline,
+                      std::unique_ptr<Stream>* stream) override;
 
   // Used by TcpContext (from its lane thread). `abort_fd` readable ends the wait early.
   Status Connect(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,

@@ -229,6 +229,18 @@ TUTTI_API tutti_status_t tutti_alltoall(tutti_runtime_t runtime, const char* nam
                                         const tutti_tensor_t* input, const int64_t* splits,
                                         int32_t nsplits, tutti_request_t* request);
 
+/* Point-to-point between two members of a set, not negotiated by the coordinator and never
+ * waiting behind the set's collectives. Messages from one rank to another on one set are matched
+ * by tag in the order they were sent; a recv's tensor must have exactly the sent size
+ * (TUTTI_ERR_MISMATCH otherwise). A send completes once its data left this process. Peers are
+ * global ranks; a recv from a rank that is lost fails with TUTTI_ERR_PEER_LOST. */
+TUTTI_API tutti_status_t tutti_send(tutti_runtime_t runtime, int32_t set_id,
+                                    const tutti_tensor_t* tensor, int32_t destination, int32_t tag,
+                                    tutti_request_t* request);
+TUTTI_API tutti_status_t tutti_recv(tutti_runtime_t runtime, int32_t set_id,
+                                    const tutti_tensor_t* tensor, int32_t source, int32_t tag,
+                                    tutti_request_t* request);
+
 /* Completes once every member of the set has entered the barrier. */
 TUTTI_API tutti_status_t tutti_barrier(tutti_runtime_t runtime, int32_t set_id,
                                        tutti_request_t* request);
