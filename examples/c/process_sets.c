@@ -1,6 +1,7 @@
 /* Process sets in C: the even and the odd ranks each allreduce in a set of their own while the
  * whole world allreduces at the same time; then each set broadcasts weights from its first
- * member and exchanges shards with alltoall, and the world gathers variable-sized batches.
+ * member and exchanges shards with alltoall, the world gathers variable-sized batches, and
+ * pairs of ranks pass activations and gradients with send/recv.
  * Run it with: tuttirun -np 4 ./example_process_sets (up to 64 ranks) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,8 +130,44 @@ int main(void) {
     if (received[j] != (float)((2 * j + rank % 2) * 1000 + my_index)) ++errors;
   CHECK(tutti_request_free(req));
 
+  /* Send/recv between pipeline stages: each even rank passes an activation to the odd rank
+   * after it, which answers with a gradient (world set, global ranks, tags 1 and 2). */
+  float activation[8], gradient[8];
+  int64_t eight[1] = {8};
+  tutti_tensor_t act_t = TUTTI_TENSOR_INIT, grad_t = TUTTI_TENSOR_INIT;
+  act_t.data = activation;
+  act_t.dtype = TUTTI_DTYPE_FLOAT32;
+  act_t.ndim = 1;
+  act_t.shape = eight;
+  grad_t = act_t;
+  grad_t.data = gradient;
+  int32_t partner = rank % 2 == 0 ? rank + 1 : rank - 1;
+  if (partner < size) {
+    tutti_request_t out, in;
+    if (rank % 2 == 0) {
+      for (int i = 0; i < 8; ++i) activation[i] = (float)(rank * 10 + i);
+      CHECK(tutti_send(rt, TUTTI_WORLD, &act_t, partner, 1, &out));
+      CHECK(tutti_recv(rt, TUTTI_WORLD, &grad_t, partner, 2, &in));
+    } else {
+      CHECK(tutti_recv(rt, TUTTI_WORLD, &act_t, partner, 1, &in));
+      CHECK(tutti_request_wait(in, -1));
+      for (int i = 0; i < 8; ++i) gradient[i] = -activation[i];
+      CHECK(tutti_request_free(in));
+      CHECK(tutti_send(rt, TUTTI_WORLD, &grad_t, partner, 2, &out));
+      in = NULL;
+    }
+    CHECK(tutti_request_wait(out, -1));
+    CHECK(tutti_request_free(out));
+    if (in != NULL) {
+      CHECK(tutti_request_wait(in, -1));
+      CHECK(tutti_request_free(in));
+      for (int i = 0; i < 8; ++i)
+        if (gradient[i] != -(float)(rank * 10 + i)) ++errors;
+    }
+  }
+
   printf("rank %d: %s set %d (%s ranks) sum verified, world sum = %.0f verified, broadcast, "
-         "allgather of %lld rows and alltoall verified: %s\n",
+         "allgather of %lld rows, alltoall and send/recv verified: %s\n",
          rank, rank % 2 == 0 ? "even" : "odd", my_set, rank % 2 == 0 ? "even" : "odd", world[0],
          (long long)row, errors == 0 ? "ok" : "WRONG");
   CHECK(tutti_finalize(rt));
