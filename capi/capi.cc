@@ -428,6 +428,65 @@ TUTTI_API tutti_status_t tutti_recv(tutti_runtime_t rt, int32_t set_id, const tu
   });
 }
 
+// Reads `count` descriptors laid out with the caller's struct_size as stride (an older or newer
+// caller's descriptors are not sizeof(tutti_tensor_t) apart).
+static tutti_status_t ReadTensors(const tutti_tensor_t* tensors, int32_t count, const char* what,
+                                  std::vector<client::TensorArgs>* out) {
+  if (tensors == nullptr) return Invalid(std::string(what) + " is NULL");
+  const size_t stride = tensors->struct_size;
+  for (int32_t i = 0; i < count; ++i) {
+    const auto* t = reinterpret_cast<const tutti_tensor_t*>(reinterpret_cast<const char*>(tensors) + i * stride);
+    client::TensorArgs args;
+    const std::string name = std::string(what) + "[" + std::to_string(i) + "]";
+    tutti_status_t status = ReadTensor(t, name.c_str(), &args);
+    if (status != TUTTI_OK) return status;
+    out->push_back(std::move(args));
+  }
+  return TUTTI_OK;
+}
+
+static tutti_status_t SubmitGroup(tutti_runtime_t rt, const char* name, client::CollectiveArgs args,
+                                  int32_t count, const tutti_tensor_t* inputs,
+                                  const tutti_tensor_t* outputs, tutti_request_t* request) {
+  if (name != nullptr && *name == '\0') return Invalid("name is empty; pass NULL for an automatic name");
+  if (count < 1) return Invalid("count is " + std::to_string(count) + "; a group needs a tensor");
+  std::vector<client::TensorArgs> in, out;
+  tutti_status_t status = ReadTensors(inputs, count, "inputs", &in);
+  if (status == TUTTI_OK && args.kind == wire::COLLECTIVE_ALLREDUCE)
+    status = ReadTensors(outputs, count, "outputs", &out);
+  if (status != TUTTI_OK) return status;
+  args.name = name ? name : "";
+  std::shared_ptr<client::Request> created;
+  Status submitted = rt->runtime->SubmitGroup(std::move(args), in, out, &created);
+  if (!submitted.ok()) return Report(submitted);
+  *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), getpid()};
+  return TUTTI_OK;
+}
+
+TUTTI_API tutti_status_t tutti_grouped_allreduce(tutti_runtime_t rt, const char* name, int32_t set_id,
+                                                 int32_t count, const tutti_tensor_t* inputs,
+                                                 const tutti_tensor_t* outputs,
+                                                 const tutti_allreduce_options_t* options,
+                                                 tutti_request_t* request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_BEGIN_SUBMIT(set_id);
+    args.kind = wire::COLLECTIVE_ALLREDUCE;
+    if ((status = ReadReduceOptions(options, &args)) != TUTTI_OK) return status;
+    return SubmitGroup(rt, name, std::move(args), count, inputs, outputs, request);
+  });
+}
+
+TUTTI_API tutti_status_t tutti_grouped_allgather(tutti_runtime_t rt, const char* name, int32_t set_id,
+                                                 int32_t count, const tutti_tensor_t* inputs,
+                                                 tutti_request_t* request) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_BEGIN_SUBMIT(set_id);
+    (void)status;
+    args.kind = wire::COLLECTIVE_ALLGATHER;
+    return SubmitGroup(rt, name, std::move(args), count, inputs, nullptr, request);
+  });
+}
+
 TUTTI_API tutti_status_t tutti_barrier(tutti_runtime_t rt, int32_t set_id, tutti_request_t* request) {
   return Fenced(__func__, [&]() -> tutti_status_t {
     TUTTI_BEGIN_SUBMIT(set_id);
@@ -438,8 +497,7 @@ TUTTI_API tutti_status_t tutti_barrier(tutti_runtime_t rt, int32_t set_id, tutti
 }
 
 // The request-owned result, once the request completed successfully.
-static tutti_status_t CompletedResult(tutti_request_t request, client::Request::Result** result) {
-  auto& r = *request->request;
+static tutti_status_t CompletedResult(client::Request& r, client::Request::Result** result) {
   auto status = r.Test();
   if (!status) return Fail(TUTTI_IN_PROGRESS, "'" + r.name() + "' has not completed yet");
   if (!status->ok()) return Report(*status);
@@ -452,24 +510,45 @@ static tutti_status_t CompletedResult(tutti_request_t request, client::Request::
   return TUTTI_OK;
 }
 
+static tutti_status_t FillOutput(client::Request& r, tutti_tensor_t* output) {
+  if (output == nullptr) return Invalid("output is NULL");
+  if (!r.children().empty())
+    return Invalid("'" + r.name() + "' is a group: read its tensors with tutti_request_output_at");
+  if (output->struct_size < sizeof(tutti_tensor_t))
+    return Invalid("output.struct_size is " + std::to_string(output->struct_size) +
+                   "; initialize it with TUTTI_TENSOR_INIT");
+  client::Request::Result* result = nullptr;
+  tutti_status_t status = CompletedResult(r, &result);
+  if (status != TUTTI_OK) return status;
+  output->data = result->data.data();
+  output->dtype = r.operation().spec.dtype();
+  output->ndim = static_cast<int32_t>(result->shape.size());
+  output->shape = result->shape.data();
+  output->device_type = TUTTI_DEVICE_CPU;
+  output->device_index = 0;
+  output->stream = nullptr;
+  return TUTTI_OK;
+}
+
 TUTTI_API tutti_status_t tutti_request_output(tutti_request_t request, tutti_tensor_t* output) {
   return Fenced(__func__, [&]() -> tutti_status_t {
     TUTTI_CHECK_REQUEST(request);
-    TUTTI_CHECK_OUT(output);
-    if (output->struct_size < sizeof(tutti_tensor_t))
-      return Invalid("output.struct_size is " + std::to_string(output->struct_size) +
-                     "; initialize it with TUTTI_TENSOR_INIT");
-    client::Request::Result* result = nullptr;
-    tutti_status_t status = CompletedResult(request, &result);
-    if (status != TUTTI_OK) return status;
-    output->data = result->data.data();
-    output->dtype = request->request->operation().spec.dtype();
-    output->ndim = static_cast<int32_t>(result->shape.size());
-    output->shape = result->shape.data();
-    output->device_type = TUTTI_DEVICE_CPU;
-    output->device_index = 0;
-    output->stream = nullptr;
-    return TUTTI_OK;
+    return FillOutput(*request->request, output);
+  });
+}
+
+TUTTI_API tutti_status_t tutti_request_output_at(tutti_request_t request, int32_t index,
+                                                 tutti_tensor_t* output) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_REQUEST(request);
+    const auto& children = request->request->children();
+    if (index < 0 || static_cast<size_t>(index) >= children.size())
+      return Invalid("index " + std::to_string(index) + " outside the group's " +
+                     std::to_string(children.size()) + " tensors");
+    auto status = request->request->Test();
+    if (!status) return Fail(TUTTI_IN_PROGRESS, "'" + request->request->name() + "' has not completed yet");
+    if (!status->ok()) return Report(*status);
+    return FillOutput(*children[index], output);
   });
 }
 
@@ -481,7 +560,7 @@ TUTTI_API tutti_status_t tutti_request_received_splits(tutti_request_t request, 
     if (capacity < 0) return Invalid("capacity is negative");
     if (capacity > 0 && splits == nullptr) return Invalid("splits is NULL");
     client::Request::Result* result = nullptr;
-    tutti_status_t status = CompletedResult(request, &result);
+    tutti_status_t status = CompletedResult(*request->request, &result);
     if (status != TUTTI_OK) return status;
     if (request->request->operation().spec.kind() != wire::COLLECTIVE_ALLTOALL)
       return Invalid("'" + request->request->name() + "' is not an alltoall");

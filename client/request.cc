@@ -2,14 +2,38 @@
 
 namespace tutti::client {
 
+std::shared_ptr<Request> Request::Group(std::string name, wire::CollectiveKind kind,
+                                        std::vector<std::shared_ptr<Request>> children) {
+  Operation op;
+  op.spec.set_name(std::move(name));
+  op.spec.set_kind(kind);
+  auto group = std::make_shared<Request>(op);
+  group->children_left_ = children.size();
+  for (auto& child : children) child->parent_ = group;
+  group->children_ = std::move(children);
+  return group;
+}
+
+void Request::ChildDone(const Status& status) {
+  Status finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!status.ok() && first_child_error_.ok()) first_child_error_ = status;
+    if (--children_left_ > 0) return;
+    finished = first_child_error_;
+  }
+  Complete(finished);
+}
+
 void Request::Complete(Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (done_) return;
     done_ = true;
-    status_ = std::move(status);
+    status_ = status;
   }
   done_cv_.notify_all();
+  if (auto parent = parent_.lock()) parent->ChildDone(status);
 }
 
 std::optional<Status> Request::Test() const {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -36,6 +37,11 @@ class Request {
 
   explicit Request(Operation operation) : operation_(std::move(operation)) {}
 
+  // Grouped collectives: the parent completes once every child did, with the first error if any.
+  static std::shared_ptr<Request> Group(std::string name, wire::CollectiveKind kind,
+                                        std::vector<std::shared_ptr<Request>> children);
+  const std::vector<std::shared_ptr<Request>>& children() const { return children_; }
+
   const Operation& operation() const { return operation_; }
   const std::string& name() const { return operation_.spec.name(); }
   Result& result() { return result_; }
@@ -50,8 +56,14 @@ class Request {
   std::optional<Status> WaitUntil(std::chrono::steady_clock::time_point deadline) const;
 
  private:
+  void ChildDone(const Status& status);
+
   Operation operation_;
   Result result_;
+  std::vector<std::shared_ptr<Request>> children_;
+  std::weak_ptr<Request> parent_;  // weak: the application may free the group first
+  size_t children_left_ = 0;       // guarded by mu_
+  Status first_child_error_;       // guarded by mu_
   mutable std::mutex mu_;
   mutable std::condition_variable done_cv_;
   bool done_ = false;

@@ -345,6 +345,50 @@ Status Runtime::Submit(CollectiveArgs args, std::shared_ptr<Request>* request) {
   return Status::Ok();
 }
 
+Status Runtime::SubmitGroup(CollectiveArgs args, const std::vector<TensorArgs>& inputs,
+                            const std::vector<TensorArgs>& outputs,
+                            std::shared_ptr<Request>* request) {
+  TUTTI_RETURN_IF_ERROR(sets_.CheckMember(args.set_id));
+  std::vector<int32_t> members;
+  TUTTI_RETURN_IF_ERROR(sets_.Ranks(args.set_id, &members));
+  const std::string kind = std::string("grouped ") + wire::KindName(args.kind);
+  std::vector<Request::Operation> ops(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    CollectiveArgs one = args;
+    one.name = args.name.empty() ? "" : args.name + "[" + std::to_string(i) + "]";
+    one.input = inputs[i];
+    if (!outputs.empty()) one.output = outputs[i];
+    TUTTI_RETURN_IF_ERROR(Validate(one, members, &ops[i]));
+  }
+  if (args.name.empty())
+    args.name = "grouped_" + std::string(wire::KindName(args.kind)) + "." +
+                std::to_string(sets_.NextAutoNameIndex(args.set_id));
+  std::vector<std::shared_ptr<Request>> children;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ops[i].spec.set_name(args.name + "[" + std::to_string(i) + "]");
+    ops[i].spec.set_group(args.name);
+    ops[i].spec.set_group_size(static_cast<int32_t>(ops.size()));
+    ops[i].spec.set_group_index(static_cast<int32_t>(i));
+    children.push_back(std::make_shared<Request>(ops[i]));
+  }
+  auto group = Request::Group(args.name, args.kind, children);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
+    TUTTI_RETURN_IF_ERROR(Broken(args.set_id, members));
+    auto& by_name = pending_[args.set_id];
+    for (const auto& child : children)
+      if (by_name.count(child->name()))
+        return Status(Code::kDuplicateName, "a request named '" + child->name() +
+                                                "' is already pending on process set " +
+                                                std::to_string(args.set_id));
+    for (const auto& child : children) by_name.emplace(child->name(), child);
+  }
+  for (const auto& child : children) link_->Announce(args.set_id, child->operation().spec);
+  *request = std::move(group);
+  return Status::Ok();
+}
+
 std::shared_ptr<Request> Runtime::TakePending(int32_t set_id, const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto set = pending_.find(set_id);

@@ -71,6 +71,12 @@ class Runtime {
 
   Status Submit(CollectiveArgs args, std::shared_ptr<Request>* request);
 
+  // Several allreduces or allgathers negotiated and completed as one unit: `args` is the shared
+  // part, `inputs`/`outputs` one entry per tensor (outputs: allreduce only). The returned request
+  // completes when all did; children() hold each tensor's request.
+  Status SubmitGroup(CollectiveArgs args, const std::vector<TensorArgs>& inputs,
+                     const std::vector<TensorArgs>& outputs, std::shared_ptr<Request>* request);
+
   // Fails every pending request (waking lanes blocked in the data plane) and every later call
   // with kAborted, and tells the peers through tuttid. Finalize still works afterwards.
   void Abort();

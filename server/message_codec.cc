@@ -61,6 +61,11 @@ Status ValidateTensorSpec(const wire::TensorSpec& spec) {
                        spec.kind() == wire::COLLECTIVE_REDUCESCATTER;
   if (reduces && !IsValidReduceOp(spec.reduce_op()))
     return Invalid(fmt::format("tensor '{}': unknown reduce op {}", spec.name(), spec.reduce_op()));
+  if (!spec.group().empty() &&
+      (spec.group_size() < 1 || spec.group_size() > kMaxTensorsPerAnnounce ||
+       spec.group_index() < 0 || spec.group_index() >= spec.group_size()))
+    return Invalid(fmt::format("tensor '{}': group index {} of {}", spec.name(), spec.group_index(),
+                               spec.group_size()));
   if (spec.splits_size() > kMaxWorldSize)
     return Invalid(fmt::format("tensor '{}': {} splits", spec.name(), spec.splits_size()));
   for (int64_t split : spec.splits())

@@ -23,7 +23,9 @@ bool RowsMayDiffer(wire::CollectiveKind kind) {
 
 // Specs agree when every field the collective depends on is equal. The name is the key already.
 bool Agree(const wire::TensorSpec& a, const wire::TensorSpec& b) {
-  if (a.kind() != b.kind()) return false;
+  if (a.kind() != b.kind() || a.group() != b.group() || a.group_size() != b.group_size() ||
+      a.group_index() != b.group_index())
+    return false;
   if (a.kind() == wire::COLLECTIVE_BARRIER) return true;
   const int skip = RowsMayDiffer(a.kind()) ? 1 : 0;
   const bool shapes = a.shape_size() == b.shape_size() &&
@@ -55,6 +57,9 @@ std::string DescribeSpec(const wire::TensorSpec& spec) {
     if (spec.postscale() != 1.0) text += fmt::format(" postscale={}", spec.postscale());
   }
   if (spec.kind() == wire::COLLECTIVE_BROADCAST) text += fmt::format(" root={}", spec.root());
+  if (!spec.group().empty())
+    text += fmt::format(" in group '{}' ({} of {})", spec.group(), spec.group_index() + 1,
+                        spec.group_size());
   if (spec.device_type() != 0 || spec.device_index() != 0)
     text += fmt::format(" device={}:{}", spec.device_type() == 0 ? "cpu" : "cuda",
                         spec.device_index());
@@ -100,9 +105,29 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
   pending.by_member[index] = spec;
   if (++pending.count < members_.size()) return Status::Ok();
 
-  ready->push_back(Resolve(spec.name(), pending));
+  wire::Response response = Resolve(spec.name(), pending);
   pending_order_.erase(pending.order);
   pending_.erase(entry);
+  if (spec.group().empty()) {
+    ready->push_back(std::move(response));
+    return Status::Ok();
+  }
+  // A group leaves only whole, in index order; one failed tensor fails them all alike.
+  auto& group = groups_[spec.group()];
+  group.push_back(std::move(response));
+  if (static_cast<int32_t>(group.size()) < spec.group_size()) return Status::Ok();
+  std::sort(group.begin(), group.end(), [](const wire::Response& a, const wire::Response& b) {
+    return a.spec().group_index() < b.spec().group_index();
+  });
+  const wire::Response* failed = nullptr;
+  for (const auto& r : group)
+    if (r.has_error() && r.error().code() != 0 && !failed) failed = &r;
+  const wire::Error error = failed ? failed->error() : wire::Error();
+  for (auto& r : group) {
+    if (failed) *r.mutable_error() = error;
+    ready->push_back(std::move(r));
+  }
+  groups_.erase(spec.group());
   return Status::Ok();
 }
 
@@ -159,6 +184,13 @@ void Negotiator::FailPending(const Status& status, std::vector<wire::Response>* 
   }
   pending_.clear();
   pending_order_.clear();
+  for (auto& [name, held] : groups_)
+    for (auto& response : held) {
+      SetError(&response, status.code(),
+               fmt::format("{} while '{}' was pending", status.message(), response.spec().name()));
+      out->push_back(std::move(response));
+    }
+  groups_.clear();
 }
 
 }  // namespace tutti::server

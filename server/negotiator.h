@@ -53,6 +53,7 @@ class Negotiator {
   std::vector<int32_t> members_;
   std::unordered_map<std::string, Pending> pending_;
   std::list<std::string> pending_order_;  // first-announced order, for deterministic FailPending
+  std::unordered_map<std::string, std::vector<wire::Response>> groups_;  // resolved, held until whole
   uint64_t next_seq_ = 0;
   Status broken_;
 };

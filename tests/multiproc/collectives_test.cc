@@ -124,6 +124,22 @@ TEST(PointToPoint, ArgumentErrorsSizeMismatchAndLostSender) {
   EXPECT_EQ(ranks[2]->Wait(In(60)), 0) << ranks[2]->transcript();
 }
 
+TEST(Grouped, AllreduceAndAllgatherCompleteTogetherAndFailTogether) {
+  Tuttid tuttid;
+  auto ranks = StartRanks(tuttid, "grouped", {});
+  for (auto& rank : ranks) {
+    EXPECT_TRUE(rank->ReadUntil("grouped allreduce ok", In(60))) << rank->transcript();
+    EXPECT_TRUE(rank->ReadUntil("grouped allgather ok", In(60))) << rank->transcript();
+    auto group = rank->ReadUntil("group ", In(60));
+    ASSERT_TRUE(group) << rank->transcript();
+    EXPECT_EQ(*group,
+              "-5 mismatched 'bad[1]' on process set 0: rank 0 sent allreduce float32[4] op=sum in "
+              "group 'bad' (2 of 2), rank 2 sent allreduce float32[5] op=sum in group 'bad' (2 of 2)");
+    EXPECT_TRUE(rank->ReadUntil("grouped done", In(60))) << rank->transcript();
+  }
+  ExpectAllSucceed(ranks);
+}
+
 #if !defined(TUTTI_SANITIZED)
 TEST(Collectives, Large64MiBOnTheWorld) { RunCollectives("0,1,2,3", {0, 0, 0, 0}, /*large=*/true); }
 #endif

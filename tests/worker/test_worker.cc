@@ -831,6 +831,67 @@ int PointToPointErrors() {
   return 0;
 }
 
+// Grouped allreduce (three tensors of different dtypes and sizes) and grouped allgather (two
+// tensors, variable rows) on the world; then a group where rank 2's second tensor has another
+// shape: every tensor of it fails with one message ("group <status> <message>"); then a good one.
+int Grouped() {
+  const DTypeInfo& f32 = AllDTypes()[TUTTI_DTYPE_FLOAT32 - 1];
+  const DTypeInfo& i64 = AllDTypes()[TUTTI_DTYPE_INT64 - 1];
+  const DTypeInfo& f16 = AllDTypes()[TUTTI_DTYPE_FLOAT16 - 1];
+  std::vector<Tensor> tensors;
+  tensors.push_back(Filled(f32, {1000}, my_rank));
+  tensors.push_back(Filled(i64, {3, 3}, my_rank));
+  tensors.push_back(Filled(f16, {1}, my_rank));
+  tutti_tensor_t descs[3] = {tensors[0].desc, tensors[1].desc, tensors[2].desc};
+  tutti_request_t request;
+  Check("grouped allreduce", tutti_grouped_allreduce(rt, "layers", TUTTI_WORLD, 3, descs, descs, nullptr, &request));
+  if (Finish(request, "grouped allreduce") != TUTTI_OK) return 1;
+  tutti_request_free(request);
+  const DTypeInfo* types[] = {&f32, &i64, &f16};
+  for (int k = 0; k < 3; ++k) {
+    int64_t count = static_cast<int64_t>(tensors[k].bytes.size() / types[k]->size);
+    for (int64_t i = 0; i < count; ++i) {
+      double sum = 0;
+      for (int32_t r = 0; r < world_size; ++r) sum += Value(*types[k], r, i);
+      if (types[k]->load(tensors[k].bytes.data(), i) != sum) return Say("fail: grouped sum %d", k), 1;
+    }
+  }
+  Say("grouped allreduce ok");
+
+  Tensor a = Filled(f32, {my_rank + 1, 2}, my_rank), b = Filled(i64, {1}, my_rank);
+  tutti_tensor_t gather[2] = {a.desc, b.desc};
+  Check("grouped allgather", tutti_grouped_allgather(rt, nullptr, TUTTI_WORLD, 2, gather, &request));
+  if (Finish(request, "grouped allgather") != TUTTI_OK) return 1;
+  tutti_tensor_t first = TUTTI_TENSOR_INIT;
+  Check("output_at", tutti_request_output_at(request, 0, &first));
+  int64_t rows = 0;
+  for (int32_t r = 0; r < world_size; ++r) {
+    for (int64_t i = 0; i < (r + 1) * 2; ++i)
+      if (static_cast<const float*>(first.data)[rows * 2 + i] != static_cast<float>(Value(f32, r, i)))
+        return Say("fail: grouped allgather first tensor"), 1;
+    rows += r + 1;
+  }
+  if (first.shape[0] != rows) return Say("fail: grouped allgather rows"), 1;
+  tutti_tensor_t out = TUTTI_TENSOR_INIT;
+  Check("output_at", tutti_request_output_at(request, 1, &out));
+  if (out.shape[0] != world_size || reinterpret_cast<int64_t*>(out.data)[world_size - 1] != static_cast<int64_t>(Value(i64, world_size - 1, 0)))
+    return Say("fail: grouped allgather second tensor"), 1;
+  tutti_request_free(request);
+  Say("grouped allgather ok");
+
+  Tensor c = Filled(f32, {4}, my_rank), d = Filled(f32, {my_rank == 2 ? 5 : 4}, my_rank);
+  tutti_tensor_t bad[2] = {c.desc, d.desc};
+  Check("bad group", tutti_grouped_allreduce(rt, "bad", TUTTI_WORLD, 2, bad, bad, nullptr, &request));
+  tutti_status_t status = tutti_request_wait(request, -1);
+  Say("group %d %s", status, tutti_last_error());
+  tutti_request_free(request);
+  Check("good group", tutti_grouped_allreduce(rt, "bad", TUTTI_WORLD, 1, bad, bad, nullptr, &request));
+  if (Finish(request, "good group") != TUTTI_OK) return 1;
+  tutti_request_free(request);
+  Say("grouped done");
+  return 0;
+}
+
 // Runs EveryCollective on the set among `lists` ("0,1,2,3" or "0,1|2,3") this rank belongs to.
 int CollectivesOn(const std::string& lists, bool large) {
   int32_t mine = -1;
@@ -1053,6 +1114,7 @@ int main(int argc, char** argv) {
   else if (scenario == "collective_errors") result = CollectiveErrors();
   else if (scenario == "abort") result = AbortInFlight();
   else if (scenario == "pipeline") result = Pipeline();
+  else if (scenario == "grouped") result = Grouped();
   else if (scenario == "p2p_errors") result = PointToPointErrors();
   else if (scenario == "interleave") result = Interleave();
   else if (scenario == "collectives")

@@ -241,6 +241,21 @@ TUTTI_API tutti_status_t tutti_recv(tutti_runtime_t runtime, int32_t set_id,
                                     const tutti_tensor_t* tensor, int32_t source, int32_t tag,
                                     tutti_request_t* request);
 
+/* Grouped allreduce and allgather: `count` tensors (arrays of descriptors, all of the caller's
+ * struct_size) negotiated as one unit and completed together by one request; if one tensor fails
+ * (a mismatch, say), all fail with the same message. Each tensor follows the rules of its single
+ * counterpart. Grouped allgather results: tutti_request_output_at(request, i, ...). */
+TUTTI_API tutti_status_t tutti_grouped_allreduce(tutti_runtime_t runtime, const char* name,
+                                                 int32_t set_id, int32_t count,
+                                                 const tutti_tensor_t* inputs,
+                                                 const tutti_tensor_t* outputs,
+                                                 const tutti_allreduce_options_t* options,
+                                                 tutti_request_t* request);
+TUTTI_API tutti_status_t tutti_grouped_allgather(tutti_runtime_t runtime, const char* name,
+                                                 int32_t set_id, int32_t count,
+                                                 const tutti_tensor_t* inputs,
+                                                 tutti_request_t* request);
+
 /* Completes once every member of the set has entered the barrier. */
 TUTTI_API tutti_status_t tutti_barrier(tutti_runtime_t runtime, int32_t set_id,
                                        tutti_request_t* request);
@@ -257,6 +272,10 @@ TUTTI_API tutti_status_t tutti_request_wait(tutti_request_t request, int64_t tim
  * struct_size the caller sets) with a pointer to data and shape owned by the request, valid until
  * tutti_request_free(). */
 TUTTI_API tutti_status_t tutti_request_output(tutti_request_t request, tutti_tensor_t* output);
+
+/* The result of the index-th tensor of a completed grouped allgather. */
+TUTTI_API tutti_status_t tutti_request_output_at(tutti_request_t request, int32_t index,
+                                                 tutti_tensor_t* output);
 
 /* For a completed alltoall: rows received from each member, in set order (`*count` of them). */
 TUTTI_API tutti_status_t tutti_request_received_splits(tutti_request_t request, int64_t* splits,
