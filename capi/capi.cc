@@ -487,6 +487,15 @@ TUTTI_API tutti_status_t tutti_grouped_allgather(tutti_runtime_t rt, const char*
   });
 }
 
+TUTTI_API tutti_status_t tutti_join(tutti_runtime_t rt, int32_t set_id, int64_t timeout_ms,
+                                    int32_t* last_rank) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(last_rank);
+    return Report(rt->runtime->Join(set_id, timeout_ms, last_rank));
+  });
+}
+
 TUTTI_API tutti_status_t tutti_barrier(tutti_runtime_t rt, int32_t set_id, tutti_request_t* request) {
   return Fenced(__func__, [&]() -> tutti_status_t {
     TUTTI_BEGIN_SUBMIT(set_id);

@@ -1,8 +1,10 @@
 #include "client/reduce.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "client/half.h"
 
@@ -194,6 +196,43 @@ void DivideInPlace(void* buf, size_t count, DType dtype, int64_t divisor) {
     case DType::kInt64: return DivideInt<int64_t>(buf, count, divisor);
   }
   Die("invalid dtype");
+}
+
+namespace {
+
+template <typename T>
+void Fill(void* buf, size_t count, T value) {
+  std::fill_n(static_cast<T*>(buf), count, value);
+}
+
+// The identity of `op` for an arithmetic type T.
+template <typename T>
+T Identity(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kProduct: return T(1);
+    case ReduceOp::kMin:
+      return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
+                                                  : std::numeric_limits<T>::max();
+    case ReduceOp::kMax:
+      return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                  : std::numeric_limits<T>::lowest();
+    default: return T(0);
+  }
+}
+
+}  // namespace
+
+void FillIdentity(void* buf, size_t count, DType dtype, ReduceOp op) {
+  switch (dtype) {
+    case DType::kFloat16: return Fill<uint16_t>(buf, count, FloatToHalf(Identity<float>(op)));
+    case DType::kBFloat16: return Fill<uint16_t>(buf, count, FloatToBFloat16(Identity<float>(op)));
+    case DType::kFloat32: return Fill<float>(buf, count, Identity<float>(op));
+    case DType::kFloat64: return Fill<double>(buf, count, Identity<double>(op));
+    case DType::kInt8: return Fill<int8_t>(buf, count, Identity<int8_t>(op));
+    case DType::kUInt8: return Fill<uint8_t>(buf, count, Identity<uint8_t>(op));
+    case DType::kInt32: return Fill<int32_t>(buf, count, Identity<int32_t>(op));
+    case DType::kInt64: return Fill<int64_t>(buf, count, Identity<int64_t>(op));
+  }
 }
 
 }  // namespace tutti

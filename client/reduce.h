@@ -30,6 +30,11 @@ void ScaleInPlace(void* buf, size_t count, DType dtype, double factor);
 // divide exactly and round).
 void DivideInPlace(void* buf, size_t count, DType dtype, int64_t divisor);
 
+// Fills `count` elements with the identity of `op` (0 for sum and average, 1 for product, the
+// largest value for min and the lowest for max, infinities for floating types): what a member
+// that joined contributes.
+void FillIdentity(void* buf, size_t count, DType dtype, ReduceOp op);
+
 // dst[i] = src[i] * factor with ScaleInPlace's rounding. With factor == 1.0 it is a plain copy
 // for every dtype. src may equal dst; otherwise the ranges must not overlap.
 void ScaleCopy(void* dst, const void* src, size_t count, DType dtype, double factor);

@@ -37,6 +37,15 @@ class Request {
 
   explicit Request(Operation operation) : operation_(std::move(operation)) {}
 
+  // A request that owns the memory it works on (what a joined rank runs in others' collectives).
+  static std::shared_ptr<Request> WithOwnBuffer(Operation operation, std::vector<char> buffer) {
+    auto request = std::make_shared<Request>(std::move(operation));
+    request->buffer_ = std::move(buffer);
+    request->operation_.input = request->buffer_.data();
+    request->operation_.output = request->buffer_.data();
+    return request;
+  }
+
   // Grouped collectives: the parent completes once every child did, with the first error if any.
   static std::shared_ptr<Request> Group(std::string name, wire::CollectiveKind kind,
                                         std::vector<std::shared_ptr<Request>> children);
@@ -60,6 +69,7 @@ class Request {
 
   Operation operation_;
   Result result_;
+  std::vector<char> buffer_;
   std::vector<std::shared_ptr<Request>> children_;
   std::weak_ptr<Request> parent_;  // weak: the application may free the group first
   size_t children_left_ = 0;       // guarded by mu_

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "client/reduce.h"
+
 namespace tutti::client {
 namespace {
 
@@ -191,12 +193,40 @@ Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
   return Status::Ok();
 }
 
+Status Runtime::Join(int32_t set_id, int64_t timeout_ms, int32_t* last_rank) {
+  if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
+  TUTTI_RETURN_IF_ERROR(sets_.CheckMember(set_id));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return dead_;
+    ++joined_[set_id];  // from now on, collectives of the set run here without a request
+  }
+  wire::Frame frame;
+  const uint64_t request_id = link_->NextRequestId();
+  frame.mutable_join()->set_request_id(request_id);
+  frame.mutable_join()->set_set_id(set_id);
+  frame.mutable_join()->set_timeout_ms(timeout_ms);
+  wire::SetReply reply;
+  Status status = link_->Call(frame, request_id,
+                              transport::Clock::now() + Ms(timeout_ms) + kCoordinatorGrace, &reply);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--joined_[set_id] == 0) joined_.erase(set_id);
+  }
+  TUTTI_RETURN_IF_ERROR(status);
+  *last_rank = reply.set().ranks_size() > 0 ? reply.set().ranks(0) : -1;
+  return Status::Ok();
+}
+
 Status Runtime::ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) const {
   return sets_.Ranks(set_id, ranks);
 }
 
 Status Runtime::Broken(int32_t set_id, const std::vector<int32_t>& members) {
   if (!dead_.ok()) return dead_;
+  if (joined_.count(set_id))
+    return Invalid("rank " + std::to_string(options_.rank) + " has joined process set " +
+                   std::to_string(set_id) + "; it cannot submit there until every member joined");
   auto lane = lanes_.find(set_id);
   if (lane != lanes_.end()) TUTTI_RETURN_IF_ERROR(lane->second->broken());
   for (const auto& [rank, status] : lost_)
@@ -415,6 +445,8 @@ void Runtime::FailPending(int32_t set_id, const Status& status) {
 void Runtime::OnExecute(wire::Execute& execute) {
   for (auto& response : *execute.mutable_responses()) {
     auto request = TakePending(execute.set_id(), response.spec().name());
+    const bool failed = response.has_error() && response.error().code() != 0;
+    if (!request && !failed) request = JoinedShare(execute.set_id(), response.spec());
     if (!request) continue;  // an error about a request this rank already settled
     if (response.has_error() && response.error().code() != 0) {
       request->Complete(Status(static_cast<Code>(response.error().code()), response.error().message()));
@@ -465,6 +497,25 @@ void Runtime::OnDead(const Status& status) {
   }
   if (p2p_) p2p_->AbortAll(status);
   for (int32_t id : sets) FailPending(id, status);
+}
+
+std::shared_ptr<Request> Runtime::JoinedShare(int32_t set_id, const wire::TensorSpec& spec) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!joined_.count(set_id)) return nullptr;
+  }
+  Request::Operation op;
+  op.spec = spec;
+  op.spec.set_prescale(1.0);  // the identity is contributed as is
+  const auto dtype = static_cast<DType>(spec.dtype());
+  size_t count = 1;
+  for (int64_t d : spec.shape()) count *= static_cast<size_t>(d);
+  if (spec.kind() == wire::COLLECTIVE_ALLGATHER || spec.kind() == wire::COLLECTIVE_BARRIER) count = 0;
+  op.count = count;
+  std::vector<char> buffer(count * (spec.kind() == wire::COLLECTIVE_BARRIER ? 0 : ElementSize(dtype)));
+  if (spec.kind() == wire::COLLECTIVE_ALLREDUCE)
+    FillIdentity(buffer.data(), count, dtype, static_cast<ReduceOp>(spec.reduce_op()));
+  return Request::WithOwnBuffer(op, std::move(buffer));
 }
 
 void Runtime::OnTensorRefused(const wire::Refusal& refusal) {

@@ -69,6 +69,11 @@ class Runtime {
   Status RemoveProcessSet(int32_t set_id, int64_t timeout_ms);
   Status ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) const;
 
+  // This rank has no more data for the set: until every member joined, the others' collectives
+  // run with this rank taking part with identity values (allreduce) or no rows (allgather) and
+  // relaying (broadcast). Returns the global rank that joined last.
+  Status Join(int32_t set_id, int64_t timeout_ms, int32_t* last_rank);
+
   Status Submit(CollectiveArgs args, std::shared_ptr<Request>* request);
 
   // Several allreduces or allgathers negotiated and completed as one unit: `args` is the shared
@@ -88,6 +93,9 @@ class Runtime {
   void OnExecute(wire::Execute& execute);
   void OnTensorRefused(const wire::Refusal& refusal);
   void OnFault(const wire::Fault& fault);
+  // While this rank is joined to `set_id`: a request for its share in a collective the others
+  // run (identity values, no rows, or a relay buffer); else null.
+  std::shared_ptr<Request> JoinedShare(int32_t set_id, const wire::TensorSpec& spec);
   void OnDead(const Status& status);
   // Why new work on `set_id` must fail at once (the runtime or a member is lost), or ok.
   Status Broken(int32_t set_id, const std::vector<int32_t>& members);
@@ -110,6 +118,7 @@ class Runtime {
   bool shut_down_ = false;
   Status dead_;                      // coordinator lost or this rank evicted: everything fails
   std::map<int32_t, Status> lost_;  // ranks declared lost, with the status their sets fail with
+  std::map<int32_t, int> joined_;   // sets this rank is joining (count of concurrent joins)
 
   std::unique_ptr<PointToPoint> p2p_;
 

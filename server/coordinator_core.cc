@@ -79,6 +79,7 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
       out->push_back(std::move(echo));
       break;
     }
+    case wire::Frame::kJoin: job.Join(rank, frame.join(), now, out); break;
     case wire::Frame::kAbort:
       job.Abort(rank, out);
       CollectEvicted(job);

@@ -213,6 +213,41 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, Outbox* out) {
   }
 }
 
+void Job::ReplyJoin(const JoinWaiter& waiter, int32_t set_id, const Status& status, int32_t last,
+                    Outbox* out) {
+  if (!alive(waiter.rank)) return;
+  Outgoing o{peer_of_rank_[waiter.rank], {}};
+  auto* reply = o.frame.mutable_set_reply();
+  reply->set_request_id(waiter.request_id);
+  reply->mutable_set()->set_id(set_id);
+  if (status.ok()) reply->mutable_set()->add_ranks(last);
+  else FillError(reply->mutable_error(), status);
+  out->push_back(std::move(o));
+}
+
+void Job::Join(int32_t rank, const wire::Join& msg, Clock::time_point now, Outbox* out) {
+  const JoinWaiter waiter{rank, msg.request_id(), msg.timeout_ms(),
+                          now + std::chrono::milliseconds(msg.timeout_ms())};
+  auto it = negotiators_.find(msg.set_id());
+  Status status;
+  if (it == negotiators_.end()) {
+    const std::vector<int32_t>* unused = nullptr;
+    status = sets_.Members(msg.set_id(), &unused);
+  } else if (!it->second.contains(rank)) {
+    status = Status(Code::kNotAMember, fmt::format("rank {} is not a member of process set {}",
+                                                   rank, msg.set_id()));
+  }
+  if (!status.ok()) return ReplyJoin(waiter, msg.set_id(), status, -1, out);
+  joins_[msg.set_id()].push_back(waiter);
+  std::vector<wire::Response> ready;
+  int32_t last = -1;
+  const bool everyone = it->second.Join(rank, &ready, &last);
+  if (!ready.empty()) SendExecute(msg.set_id(), it->second, std::move(ready), out);
+  if (!everyone) return;
+  for (const JoinWaiter& w : joins_[msg.set_id()]) ReplyJoin(w, msg.set_id(), Status::Ok(), last, out);
+  joins_.erase(msg.set_id());
+}
+
 void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::Response> responses,
                       Outbox* out) {
   wire::Frame frame;
@@ -267,6 +302,14 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   ProcessSetTable::Events events;
   sets_.MarkLost(rank, status, &events);
   Apply(events, out);
+  for (auto it = joins_.begin(); it != joins_.end();) {
+    if (!negotiators_.at(it->first).contains(rank)) {
+      ++it;
+      continue;
+    }
+    for (const JoinWaiter& w : it->second) ReplyJoin(w, it->first, status, -1, out);
+    it = joins_.erase(it);
+  }
 }
 
 void Job::Tick(Clock::time_point now, Outbox* out) {
@@ -285,6 +328,29 @@ void Job::Tick(Clock::time_point now, Outbox* out) {
   sets_.Expire(now, &events);
   Apply(events, out);
   if (!welcomed_) return;
+  for (auto& [set_id, waiters] : joins_) {
+    auto negotiator = negotiators_.find(set_id);
+    std::vector<JoinWaiter> kept;
+    for (const JoinWaiter& w : waiters) {
+      if (w.deadline > now) {
+        kept.push_back(w);
+        continue;
+      }
+      std::vector<int32_t> missing;
+      for (int32_t m : negotiator->second.members()) {
+        bool joined = std::any_of(waiters.begin(), waiters.end(),
+                                  [m](const JoinWaiter& j) { return j.rank == m; });
+        if (!joined) missing.push_back(m);
+      }
+      negotiator->second.Unjoin(w.rank);
+      ReplyJoin(w, set_id,
+                Status(Code::kTimeout, fmt::format("join on process set {} timed out after {} ms: "
+                                                   "ranks {} never joined",
+                                                   set_id, w.timeout_ms, FormatRanks(missing))),
+                -1, out);
+    }
+    waiters.swap(kept);
+  }
   const auto lease = std::chrono::milliseconds(liveness_.lease_ms);
   for (int32_t r = 0; r < size_; ++r) {
     if (!alive(r) || now - last_seen_[r] < lease) continue;
@@ -303,6 +369,9 @@ void Job::Tick(Clock::time_point now, Outbox* out) {
 std::optional<Clock::time_point> Job::NextDeadline() const {
   if (!welcomed_) return rendezvous_deadline_;
   std::optional<Clock::time_point> next = sets_.NextDeadline();
+  for (const auto& [set_id, waiters] : joins_)
+    for (const JoinWaiter& w : waiters)
+      if (!next || w.deadline < *next) next = w.deadline;
   const auto lease = std::chrono::milliseconds(liveness_.lease_ms);
   for (int32_t r = 0; r < size_; ++r)
     if (alive(r) && (!next || last_seen_[r] + lease < *next)) next = last_seen_[r] + lease;

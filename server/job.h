@@ -45,6 +45,7 @@ class Job {
   void SetAdd(int32_t rank, const wire::SetAdd& msg, Clock::time_point now, Outbox* out);
   void SetRemove(int32_t rank, const wire::SetRemove& msg, Clock::time_point now, Outbox* out);
   void Announce(int32_t rank, const wire::Announce& msg, Outbox* out);
+  void Join(int32_t rank, const wire::Join& msg, Clock::time_point now, Outbox* out);
   // Orderly leave (Bye): collectives still waiting for this rank fail on the others.
   void Leave(int32_t rank, Outbox* out);
   // The application aborted `rank`: its sets break and every live rank is told, by name.
@@ -92,6 +93,15 @@ class Job {
   bool failed_ = false;
   ProcessSetTable sets_;
   std::map<int32_t, Negotiator> negotiators_;  // one per active set
+  struct JoinWaiter {
+    int32_t rank;
+    uint64_t request_id;
+    int64_t timeout_ms;
+    Clock::time_point deadline;
+  };
+  std::map<int32_t, std::vector<JoinWaiter>> joins_;  // by set
+  void ReplyJoin(const JoinWaiter& waiter, int32_t set_id, const Status& status, int32_t last,
+                 Outbox* out);
 };
 
 }  // namespace tutti::server

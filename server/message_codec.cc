@@ -103,6 +103,9 @@ Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
       if (frame->set_remove().timeout_ms() < 0) return Invalid("process set remove: negative timeout");
       return Status::Ok();
     case wire::Frame::kAnnounce: return ValidateAnnounce(frame->announce());
+    case wire::Frame::kJoin:
+      if (frame->join().timeout_ms() < 0) return Invalid("join: negative timeout");
+      return Status::Ok();
     case wire::Frame::kBye:
     case wire::Frame::kHeartbeat:
     case wire::Frame::kAbort:

@@ -67,7 +67,42 @@ std::string DescribeSpec(const wire::TensorSpec& spec) {
 }
 
 Negotiator::Negotiator(int32_t set_id, std::vector<int32_t> members)
-    : set_id_(set_id), members_(std::move(members)) {}
+    : set_id_(set_id), members_(std::move(members)), joined_(members_.size(), false) {}
+
+bool Negotiator::Complete(const Pending& pending) const {
+  for (size_t i = 0; i < members_.size(); ++i)
+    if (!joined_[i] && !pending.by_member[i]) return false;
+  return true;
+}
+
+bool Negotiator::Join(int32_t rank, std::vector<wire::Response>* ready, int32_t* last_joined) {
+  const size_t index = static_cast<size_t>(std::lower_bound(members_.begin(), members_.end(), rank) -
+                                           members_.begin());
+  if (!joined_[index]) {
+    joined_[index] = true;
+    ++joined_count_;
+  }
+  // Tensors that only waited for this rank go now, in first-announced order.
+  std::vector<std::string> names(pending_order_.begin(), pending_order_.end());
+  for (const auto& name : names) {
+    auto entry = pending_.find(name);
+    if (entry != pending_.end()) ReleaseIfComplete(entry, ready);
+  }
+  if (joined_count_ < members_.size()) return false;
+  *last_joined = rank;
+  std::fill(joined_.begin(), joined_.end(), false);
+  joined_count_ = 0;
+  return true;
+}
+
+void Negotiator::Unjoin(int32_t rank) {
+  const size_t index = static_cast<size_t>(std::lower_bound(members_.begin(), members_.end(), rank) -
+                                           members_.begin());
+  if (index < members_.size() && joined_[index]) {
+    joined_[index] = false;
+    --joined_count_;
+  }
+}
 
 bool Negotiator::contains(int32_t rank) const {
   return std::binary_search(members_.begin(), members_.end(), rank);
@@ -103,19 +138,28 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
                   fmt::format("rank {} announced '{}' twice on process set {}", rank, spec.name(),
                               set_id_));
   pending.by_member[index] = spec;
-  if (++pending.count < members_.size()) return Status::Ok();
+  ++pending.count;
+  ReleaseIfComplete(entry, ready);
+  return Status::Ok();
+}
 
-  wire::Response response = Resolve(spec.name(), pending);
-  pending_order_.erase(pending.order);
+void Negotiator::ReleaseIfComplete(std::unordered_map<std::string, Pending>::iterator entry,
+                                   std::vector<wire::Response>* ready) {
+  if (!Complete(entry->second)) return;
+  const auto& members = entry->second.by_member;
+  const wire::TensorSpec spec =
+      **std::find_if(members.begin(), members.end(), [](const auto& s) { return s.has_value(); });
+  wire::Response response = Resolve(spec.name(), entry->second);
+  pending_order_.erase(entry->second.order);
   pending_.erase(entry);
   if (spec.group().empty()) {
     ready->push_back(std::move(response));
-    return Status::Ok();
+    return;
   }
   // A group leaves only whole, in index order; one failed tensor fails them all alike.
   auto& group = groups_[spec.group()];
   group.push_back(std::move(response));
-  if (static_cast<int32_t>(group.size()) < spec.group_size()) return Status::Ok();
+  if (static_cast<int32_t>(group.size()) < spec.group_size()) return;
   std::sort(group.begin(), group.end(), [](const wire::Response& a, const wire::Response& b) {
     return a.spec().group_index() < b.spec().group_index();
   });
@@ -128,20 +172,45 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
     ready->push_back(std::move(r));
   }
   groups_.erase(spec.group());
-  return Status::Ok();
 }
 
 wire::Response Negotiator::Resolve(const std::string& name, const Pending& pending) const {
   wire::Response response;
-  const wire::TensorSpec& first = *pending.by_member[0];
+  // Members that joined announced nothing: compare those that did with the first of them.
+  size_t reference = 0;
+  while (!pending.by_member[reference]) ++reference;
+  const wire::TensorSpec& first = *pending.by_member[reference];
   *response.mutable_spec() = first;
-  for (size_t i = 1; i < members_.size(); ++i) {
+  int32_t absent = -1;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (!pending.by_member[i]) {
+      if (absent < 0) absent = members_[i];
+      continue;
+    }
     const wire::TensorSpec& other = *pending.by_member[i];
     if (Agree(first, other)) continue;
     SetError(&response, Code::kMismatch,
              fmt::format("mismatched '{}' on process set {}: rank {} sent {}, rank {} sent {}", name,
-                         set_id_, members_[0], DescribeSpec(first), members_[i],
+                         set_id_, members_[reference], DescribeSpec(first), members_[i],
                          DescribeSpec(other)));
+    return response;
+  }
+  const bool supports_join = first.kind() == wire::COLLECTIVE_ALLREDUCE ||
+                             first.kind() == wire::COLLECTIVE_ALLGATHER ||
+                             first.kind() == wire::COLLECTIVE_BROADCAST ||
+                             first.kind() == wire::COLLECTIVE_BARRIER;
+  if (absent >= 0 && !supports_join) {
+    SetError(&response, Code::kInvalidArgument,
+             fmt::format("{} '{}' cannot run on process set {} while rank {} has joined",
+                         KindName(first.kind()), name, set_id_, absent));
+    return response;
+  }
+  if (absent >= 0 && first.kind() == wire::COLLECTIVE_BROADCAST && contains(first.root()) &&
+      !pending.by_member[std::lower_bound(members_.begin(), members_.end(), first.root()) -
+                         members_.begin()]) {
+    SetError(&response, Code::kInvalidArgument,
+             fmt::format("broadcast '{}': root rank {} has joined and has nothing to send", name,
+                         first.root()));
     return response;
   }
   const int n = static_cast<int>(members_.size());
@@ -153,8 +222,8 @@ wire::Response Negotiator::Resolve(const std::string& name, const Pending& pendi
                              first.root(), set_id_));
       break;
     case wire::COLLECTIVE_ALLGATHER:
-      for (const auto& spec : pending.by_member)
-        response.add_member_rows(spec->shape_size() > 0 ? spec->shape(0) : 1);
+      for (const auto& spec : pending.by_member)  // a joined member gives no rows
+        response.add_member_rows(!spec ? 0 : spec->shape_size() > 0 ? spec->shape(0) : 1);
       break;
     case wire::COLLECTIVE_ALLTOALL:
       for (size_t i = 0; i < members_.size(); ++i) {

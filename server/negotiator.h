@@ -37,6 +37,14 @@ class Negotiator {
   void Break(const Status& status, std::vector<wire::Response>* out);
   bool contains(int32_t rank) const;
 
+  // Join: `rank` has no more data. Tensors then complete without it (allreduce with it
+  // contributing the identity, allgather with no rows from it; the other kinds refuse), which may
+  // release some at once into `ready`. Returns true once every member joined; the join is then
+  // over and `last_joined` says who came last.
+  bool Join(int32_t rank, std::vector<wire::Response>* ready, int32_t* last_joined);
+  // Takes back the join of `rank` (its wait timed out).
+  void Unjoin(int32_t rank);
+
   // Sequence number for the next Execute sent to this set's members.
   uint64_t TakeSeq() { return next_seq_++; }
 
@@ -48,6 +56,10 @@ class Negotiator {
   };
 
   wire::Response Resolve(const std::string& name, const Pending& pending) const;
+  // Releases the tensor if every member that has not joined announced it.
+  void ReleaseIfComplete(std::unordered_map<std::string, Pending>::iterator entry,
+                         std::vector<wire::Response>* ready);
+  bool Complete(const Pending& pending) const;
 
   int32_t set_id_;
   std::vector<int32_t> members_;
@@ -56,6 +68,8 @@ class Negotiator {
   std::unordered_map<std::string, std::vector<wire::Response>> groups_;  // resolved, held until whole
   uint64_t next_seq_ = 0;
   Status broken_;
+  std::vector<bool> joined_;  // indexed like members_
+  size_t joined_count_ = 0;
 };
 
 // "allreduce float32[4, 2] op=sum" plus any non-default scale factors and device.

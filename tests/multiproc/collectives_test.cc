@@ -140,6 +140,15 @@ TEST(Grouped, AllreduceAndAllgatherCompleteTogetherAndFailTogether) {
   ExpectAllSucceed(ranks);
 }
 
+TEST(Join, UnevenDataAcrossThreeRanks) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 3;
+  auto ranks = StartRanks(tuttid, "join", options);
+  for (auto& rank : ranks) EXPECT_EQ(rank->ReadUntil("joined ", In(120)), "2") << rank->transcript();
+  ExpectAllSucceed(ranks);
+}
+
 #if !defined(TUTTI_SANITIZED)
 TEST(Collectives, Large64MiBOnTheWorld) { RunCollectives("0,1,2,3", {0, 0, 0, 0}, /*large=*/true); }
 #endif

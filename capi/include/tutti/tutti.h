@@ -256,6 +256,16 @@ TUTTI_API tutti_status_t tutti_grouped_allgather(tutti_runtime_t runtime, const 
                                                  const tutti_tensor_t* inputs,
                                                  tutti_request_t* request);
 
+/* Join: this rank has no more data for the set (uneven data at the end of an epoch). Blocks until
+ * every member joined, or `timeout_ms` (<= 0: the runtime's timeout; TUTTI_ERR_TIMEOUT names the
+ * ranks that never joined). Meanwhile the other members' collectives go on with this rank taking
+ * part: allreduce with the identity of the op (0 for sum and average, 1 for product, the dtype's
+ * largest or lowest value for min and max; average still divides by the full set size), allgather
+ * with no rows from it, broadcast with it relaying (a joined root is an error). Reducescatter and
+ * alltoall fail while a member is joined. `*last_rank` is the global rank that joined last. */
+TUTTI_API tutti_status_t tutti_join(tutti_runtime_t runtime, int32_t set_id, int64_t timeout_ms,
+                                    int32_t* last_rank);
+
 /* Completes once every member of the set has entered the barrier. */
 TUTTI_API tutti_status_t tutti_barrier(tutti_runtime_t runtime, int32_t set_id,
                                        tutti_request_t* request);
