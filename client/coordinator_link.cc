@@ -255,8 +255,16 @@ void CoordinatorLink::Run() {
       uint64_t count;
       [[maybe_unused]] ssize_t n = read(wakeup_, &count, sizeof(count));
       Flush();
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) return;
+      bool stopping;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stopping = stopping_;
+      }
+      if (stopping) {
+        // What was queued while the first flush was sending (an Abort, the Bye) goes too.
+        Flush();
+        return;
+      }
     }
     zmq::message_t message;
     while (socket_.recv(message, zmq::recv_flags::dontwait)) {
