@@ -59,12 +59,7 @@ TEST(Allreduce, HostsFromHostIdentity) {
     return std::map<std::string, std::string>{{"TUTTI_HOST_ID", r < 2 ? "a" : "b"}};
   };
   auto ranks = StartRanks(tuttid, "basic", options);
-  const char* expected[] = {"0 4 0 2 0 2", "1 4 1 2 0 2", "2 4 0 2 1 2", "3 4 1 2 1 2"};
-  for (int r = 0; r < 4; ++r) {
-    auto world = ranks[r]->ReadUntil("world ", In(60));
-    ASSERT_TRUE(world) << ranks[r]->transcript();
-    EXPECT_EQ(*world, expected[r]);
-  }
+  ExpectTwoByTwoTopology(ranks);
   ExpectAllSucceed(ranks);
 }
 

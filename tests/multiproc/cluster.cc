@@ -52,6 +52,15 @@ std::vector<std::unique_ptr<Process>> StartRanks(const Tuttid& tuttid, const std
   return ranks;
 }
 
+void ExpectTwoByTwoTopology(std::vector<std::unique_ptr<Process>>& ranks) {
+  const char* expected[] = {"0 4 0 2 0 2", "1 4 1 2 0 2", "2 4 0 2 1 2", "3 4 1 2 1 2"};
+  for (int r = 0; r < 4; ++r) {
+    auto world = ranks[r]->ReadUntil("world ", In(60));
+    ASSERT_TRUE(world) << ranks[r]->transcript();
+    EXPECT_EQ(*world, expected[r]);
+  }
+}
+
 void ExpectAllSucceed(std::vector<std::unique_ptr<Process>>& ranks, int seconds) {
   const auto deadline = In(seconds);
   for (size_t i = 0; i < ranks.size(); ++i) {

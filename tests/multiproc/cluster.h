@@ -46,6 +46,10 @@ std::vector<std::unique_ptr<Process>> StartRanks(const Tuttid& tuttid, const std
 // A job id no other test of this run uses.
 std::string UniqueJobId();
 
+// Checks the "world ..." lines of the "basic" scenario for ranks 0,1 on one host and 2,3 on
+// another: local rank and size, cross rank and size.
+void ExpectTwoByTwoTopology(std::vector<std::unique_ptr<Process>>& ranks);
+
 // Waits for every process to exit and expects status 0, printing transcripts otherwise.
 void ExpectAllSucceed(std::vector<std::unique_ptr<Process>>& ranks, int seconds = 120);
 

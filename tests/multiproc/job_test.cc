@@ -8,6 +8,18 @@
 namespace tutti::testing {
 namespace {
 
+// Starts rank 0 of `options.job` alone and returns once tuttid (logging at info) created the job,
+// so that whatever starts next registers second.
+std::unique_ptr<Process> StartFirstRank(Tuttid& tuttid, RankOptions options) {
+  options.ranks = {0};
+  auto rank0 = StartRanks(tuttid, "basic", options);
+  const bool created = tuttid.process()
+                           .ReadUntilContaining("job '" + options.job + "': created by rank 0", In(60))
+                           .has_value();
+  EXPECT_TRUE(created) << tuttid.process().transcript();
+  return std::move(rank0[0]);
+}
+
 TEST(Jobs, TwoJobsShareOneTuttid) {
   Tuttid tuttid;
   RankOptions a, b;
@@ -30,18 +42,15 @@ TEST(Jobs, WrongTokenIsRefusedAndTheRendezvousNamesTheMissingRank) {
   options.size = 2;
   options.job = UniqueJobId();
   options.timeout_ms = 3000;
-  options.ranks = {0};
-  auto rank0 = StartRanks(tuttid, "basic", options);
-  ASSERT_TRUE(tuttid.process().ReadUntilContaining("job '" + options.job + "': created by rank 0", In(60)))
-      << tuttid.process().transcript();
+  auto rank0 = StartFirstRank(tuttid, options);
   options.ranks = {1};
   options.token = "not-the-token";
   auto rank1 = StartRanks(tuttid, "basic", options);
   auto refused = rank1[0]->ReadUntil("fail init: ", In(60));
   ASSERT_TRUE(refused) << rank1[0]->transcript();
   EXPECT_EQ(*refused, "-12 wrong token for job '" + options.job + "'");
-  auto timed_out = rank0[0]->ReadUntil("fail init: ", In(60));
-  ASSERT_TRUE(timed_out) << rank0[0]->transcript();
+  auto timed_out = rank0->ReadUntil("fail init: ", In(60));
+  ASSERT_TRUE(timed_out) << rank0->transcript();
   EXPECT_EQ(*timed_out, "-8 rendezvous of job '" + options.job +
                             "' timed out after 3000 ms: 1/2 ranks joined, missing [1]");
 }
@@ -68,10 +77,7 @@ TEST(Jobs, WorldSizeDisagreementIsRefused) {
   options.size = 2;
   options.job = UniqueJobId();
   options.timeout_ms = 2000;
-  options.ranks = {0};
-  auto rank0 = StartRanks(tuttid, "basic", options);
-  ASSERT_TRUE(tuttid.process().ReadUntilContaining("job '" + options.job + "': created by rank 0", In(60)))
-      << tuttid.process().transcript();
+  auto rank0 = StartFirstRank(tuttid, options);
   options.size = 3;
   options.ranks = {1};
   auto rank1 = StartRanks(tuttid, "basic", options);

@@ -49,13 +49,8 @@ TEST_F(TwoHosts, AllreduceCrossesHostsAndTopologyIsPerHost) {
   RankOptions options;
   options.rank_prefix = [this](int r) { return Netns(r < 2 ? a_ : b_); };
   auto ranks = StartRanks(tuttid, "basic", options);
-  const char* expected[] = {"0 4 0 2 0 2", "1 4 1 2 0 2", "2 4 0 2 1 2", "3 4 1 2 1 2"};
-  for (int r = 0; r < 4; ++r) {
-    auto world = ranks[r]->ReadUntil("world ", In(60));
-    ASSERT_TRUE(world) << ranks[r]->transcript();
-    EXPECT_EQ(*world, expected[r]);
-    EXPECT_TRUE(ranks[r]->ReadUntil("basic ok", In(120))) << ranks[r]->transcript();
-  }
+  ExpectTwoByTwoTopology(ranks);
+  for (auto& rank : ranks) EXPECT_TRUE(rank->ReadUntil("basic ok", In(120))) << rank->transcript();
   ExpectAllSucceed(ranks);
 }
 
