@@ -43,7 +43,10 @@ Status Allreduce(const RingArgs& ring, Request& request) {
   const auto dtype = static_cast<DType>(op.spec.dtype());
   const auto reduce_op = static_cast<ReduceOp>(op.spec.reduce_op());
   ScaleCopy(op.output, op.input, op.count, dtype, op.spec.prescale());
-  TUTTI_RETURN_IF_ERROR(RingAllreduce(ring, op.output, op.count, dtype, reduce_op));
+  // Every member picks the same algorithm (sizes agree), so results stay identical everywhere.
+  const bool small = op.count * ElementSize(dtype) <= kDirectAllreduceMaxBytes;
+  TUTTI_RETURN_IF_ERROR(small ? DirectAllreduce(ring, op.output, op.count, dtype, reduce_op)
+                              : RingAllreduce(ring, op.output, op.count, dtype, reduce_op));
   Finish(op.output, op.count, dtype, reduce_op, op.spec.postscale(), ring.members->size());
   return Status::Ok();
 }

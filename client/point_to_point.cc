@@ -40,9 +40,14 @@ class PointToPoint::Channel {
 
   void Post(int32_t tag, std::shared_ptr<Request> request, size_t bytes) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!failed_.ok()) {
+    // A message that arrived before the stream ended (the sender finalized, say) is still
+    // delivered: only recvs nothing arrived for fail.
+    auto early = unexpected_.find(tag);
+    const bool arrived = !sending_ && early != unexpected_.end() && !early->second.empty();
+    if (!failed_.ok() && !arrived) {
+      const Status failed = failed_;
       lock.unlock();
-      request->Complete(failed_);
+      request->Complete(failed);
       return;
     }
     if (sending_) {
@@ -50,8 +55,7 @@ class PointToPoint::Channel {
       wake_.notify_all();
       return;
     }
-    auto early = unexpected_.find(tag);
-    if (early == unexpected_.end() || early->second.empty()) {
+    if (!arrived) {
       posted_[tag].push_back({tag, std::move(request), bytes});
       return;
     }

@@ -1,6 +1,7 @@
 #include "client/ring_allreduce.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "client/reduce.h"
 
@@ -61,6 +62,25 @@ Status RingAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks
         nb.next, data + chunks.begin[send], chunks.size[send], nb.prev, data + chunks.begin[recv],
         chunks.size[recv], transport::Clock::now() + ring.step_timeout));
   }
+  return Status::Ok();
+}
+
+Status DirectAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
+  const Neighbours nb = Around(ring);
+  const size_t bytes = count * ElementSize(dtype);
+  if (nb.n == 1 || bytes == 0) return Status::Ok();
+  const auto& members = *ring.members;
+  ring.scratch->resize(nb.n * bytes);
+  char* slots = ring.scratch->data();
+  std::memcpy(slots + nb.index * bytes, buffer, bytes);
+  for (size_t s = 1; s < nb.n; ++s) {
+    const size_t to = (nb.index + s) % nb.n, from = (nb.index + nb.n - s) % nb.n;
+    TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(members[to], buffer, bytes, members[from],
+                                                 slots + from * bytes, bytes,
+                                                 transport::Clock::now() + ring.step_timeout));
+  }
+  std::memcpy(buffer, slots, bytes);
+  for (size_t j = 1; j < nb.n; ++j) ReduceInto(buffer, slots + j * bytes, count, dtype, op);
   return Status::Ok();
 }
 

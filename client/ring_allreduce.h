@@ -39,6 +39,15 @@ Status RingReduceScatter(const RingArgs& ring, char* data, const ChunkLayout& ch
 // `owned`.
 Status RingAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks, size_t owned);
 
+// Allreduces up to this many bytes with one direct exchange instead of the ring (measured on
+// loopback: docs/algorithms.md).
+constexpr size_t kDirectAllreduceMaxBytes = 16 << 10;
+
+// Latency-optimal for small buffers: every rank sends its whole buffer to every other (n - 1
+// concurrent send/recv steps, no chunking) and then reduces all n of them in set order, so every
+// rank computes the same bits.
+Status DirectAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
+
 // Reduces `count` elements of `buffer` in place across the members.
 Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
 
