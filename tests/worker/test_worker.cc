@@ -636,7 +636,7 @@ int EveryCollective(int32_t set, bool large) {
   tutti_request_free(barrier);
   Say("barrier ok");
   if (large) {
-    // 64 MiB broadcast and allgather, release builds only.
+    // 64 MiB cases, release builds only.
     const DTypeInfo& d = AllDTypes()[TUTTI_DTYPE_FLOAT32 - 1];
     Tensor t = Filled(d, {16 << 20}, my_rank);
     tutti_request_t request;
@@ -645,9 +645,44 @@ int EveryCollective(int32_t set, bool large) {
     tutti_request_free(request);
     for (int64_t i = 0; i < (16 << 20); i += 4099)
       if (t.as<float>()[i] != static_cast<float>(Value(d, members[0], i))) return Say("fail large broadcast"), 1;
-    Tensor rows = Filled(d, {(16 << 20) / n / 4, 4}, my_rank);
+    // 64 MiB in total for each of the others, spot-checked.
+    const int64_t rows_total = (16 << 20) / 4;  // rows of 4 floats
+    Tensor rows = Filled(d, {rows_total, 4}, my_rank);
     Check("large reducescatter", tutti_reducescatter(rt, "large.rs", set, &rows.desc, nullptr, &request));
     if (Finish(request, "large reducescatter") != TUTTI_OK) return 1;
+    tutti_tensor_t out = TUTTI_TENSOR_INIT;
+    Check("output", tutti_request_output(request, &out));
+    double sum = 0;
+    for (int32_t p = 0; p < n; ++p) sum += Value(d, members[p], 4 * (rows_total / n) * me);
+    if (me == 0 && static_cast<const float*>(out.data)[0] != static_cast<float>(sum))
+      return Say("fail large reducescatter"), 1;
+    tutti_request_free(request);
+    Check("large allreduce", tutti_allreduce(rt, "large.ar", set, &rows.desc, &rows.desc, nullptr, &request));
+    if (Finish(request, "large allreduce") != TUTTI_OK) return 1;
+    tutti_request_free(request);
+    for (int64_t i = 0; i < (16 << 20); i += 65537) {
+      double want = 0;
+      for (int32_t p = 0; p < n; ++p) want += Value(d, members[p], i);
+      if (rows.as<float>()[i] != static_cast<float>(want)) return Say("fail large allreduce at %lld", static_cast<long long>(i)), 1;
+    }
+    Tensor part = Filled(d, {rows_total / n, 4}, my_rank);
+    Check("large allgather", tutti_allgather(rt, "large.ag", set, &part.desc, &request));
+    if (Finish(request, "large allgather") != TUTTI_OK) return 1;
+    Check("output", tutti_request_output(request, &out));
+    if (out.shape[0] != rows_total / n * n ||
+        static_cast<const float*>(out.data)[(rows_total / n) * 4 * (n - 1) + 5] !=
+            static_cast<float>(Value(d, members[n - 1], 5)))
+      return Say("fail large allgather"), 1;
+    tutti_request_free(request);
+    Tensor shards = Filled(d, {rows_total / n * n, 4}, my_rank);
+    Check("large alltoall", tutti_alltoall(rt, "large.a2a", set, &shards.desc, nullptr, 0, &request));
+    if (Finish(request, "large alltoall") != TUTTI_OK) return 1;
+    Check("output", tutti_request_output(request, &out));
+    // Block p of the result is member p's block `me`.
+    const int64_t block = (rows_total / n) * 4;
+    if (static_cast<const float*>(out.data)[block * (n - 1) + 3] !=
+        static_cast<float>(Value(d, members[n - 1], block * me + 3)))
+      return Say("fail large alltoall"), 1;
     tutti_request_free(request);
     Say("large ok");
   }
@@ -717,31 +752,59 @@ int CollectiveErrors() {
   return 0;
 }
 
-// A={0,1,2} and B={1,2,3}: ranks 1 and 2 submit on both in opposite orders, 20 times, mixing
-// allgather on A with broadcast on B. Prints "interleave ok".
+// A={0,1,2} and B={1,2,3}: ranks 1 and 2 submit on both in opposite orders, 24 times, cycling
+// through every collective on each set (a different one on A than on B). Allreduce and broadcast
+// results are checked. Prints "interleave ok".
 int Interleave() {
   int32_t a_ranks[] = {0, 1, 2}, b_ranks[] = {1, 2, 3}, a, b;
   Check("add A", tutti_process_set_add(rt, a_ranks, 3, 0, &a));
   Check("add B", tutti_process_set_add(rt, b_ranks, 3, 0, &b));
   const DTypeInfo& f32 = AllDTypes()[TUTTI_DTYPE_FLOAT32 - 1];
-  for (int i = 0; i < 20; ++i) {
-    Tensor g = Filled(f32, {2, 2}, my_rank), t = Filled(f32, {5}, my_rank);
-    tutti_request_t on_a = nullptr, on_b = nullptr;
-    const std::string ga = "ga." + std::to_string(i), bb = "bb." + std::to_string(i);
-    auto submit_a = [&] { Check("A", tutti_allgather(rt, ga.c_str(), a, &g.desc, &on_a)); };
-    auto submit_b = [&] { Check("B", tutti_broadcast(rt, bb.c_str(), b, &t.desc, 3, &on_b)); };
-    if (my_rank == 2) {
-      if (my_rank <= 2) submit_b();
-      submit_a();
-    } else {
-      if (my_rank <= 2) submit_a();
-      if (my_rank >= 1) submit_b();
+  // Submits collective `kind` (0..5) on `set` whose lowest member is `low`; checks what it can.
+  struct Op {
+    Tensor t{TUTTI_DTYPE_FLOAT32, 0, 4};
+    tutti_request_t request = nullptr;
+    int kind = 0, low = 0;
+  };
+  auto submit = [&](Op& op, int kind, int32_t set, int32_t low, const std::string& name) {
+    op.kind = kind;
+    op.low = low;
+    op.t = Filled(f32, {6, 2}, my_rank);
+    switch (kind) {
+      case 0: Check("allreduce", tutti_allreduce(rt, name.c_str(), set, &op.t.desc, &op.t.desc, nullptr, &op.request)); break;
+      case 1: Check("broadcast", tutti_broadcast(rt, name.c_str(), set, &op.t.desc, low, &op.request)); break;
+      case 2: Check("allgather", tutti_allgather(rt, name.c_str(), set, &op.t.desc, &op.request)); break;
+      case 3: Check("reducescatter", tutti_reducescatter(rt, name.c_str(), set, &op.t.desc, nullptr, &op.request)); break;
+      case 4: Check("alltoall", tutti_alltoall(rt, name.c_str(), set, &op.t.desc, nullptr, 0, &op.request)); break;
+      default: Check("barrier", tutti_barrier(rt, set, &op.request)); break;
     }
-    if (on_a && Finish(on_a, ga) != TUTTI_OK) return 1;
-    if (on_b && Finish(on_b, bb) != TUTTI_OK) return 1;
-    if (on_b && t.as<float>()[4] != static_cast<float>(Value(f32, 3, 4))) return Say("fail B value"), 1;
-    if (on_a) tutti_request_free(on_a);
-    if (on_b) tutti_request_free(on_b);
+  };
+  auto finish = [&](Op& op) {
+    if (!op.request) return true;
+    if (Finish(op.request, "interleaved") != TUTTI_OK) return false;
+    tutti_request_free(op.request);
+    const float first = op.t.as<float>()[11];
+    if (op.kind == 0) {
+      double sum = 0;
+      for (int32_t r = op.low; r < op.low + 3; ++r) sum += Value(f32, r, 11);
+      if (first != static_cast<float>(sum)) return Say("fail: interleaved allreduce"), false;
+    }
+    if (op.kind == 1 && first != static_cast<float>(Value(f32, op.low, 11)))
+      return Say("fail: interleaved broadcast"), false;
+    return true;
+  };
+  for (int i = 0; i < 24; ++i) {
+    Op on_a, on_b;
+    const std::string n = std::to_string(i);
+    const bool in_a = my_rank <= 2, in_b = my_rank >= 1;
+    if (my_rank == 2) {  // B first, then A; rank 1 does the opposite
+      submit(on_b, (i + 3) % 6, b, 1, "b." + n);
+      submit(on_a, i % 6, a, 0, "a." + n);
+    } else {
+      if (in_a) submit(on_a, i % 6, a, 0, "a." + n);
+      if (in_b) submit(on_b, (i + 3) % 6, b, 1, "b." + n);
+    }
+    if (!finish(on_a) || !finish(on_b)) return 1;
   }
   Say("interleave ok");
   return 0;
