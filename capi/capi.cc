@@ -179,6 +179,10 @@ TUTTI_API tutti_status_t tutti_init(const tutti_init_options_t* options, tutti_r
       next += o.static_set_sizes[i];
     }
 
+    if ((o.allocate == nullptr) != (o.deallocate == nullptr))
+      return Invalid("options.allocate and options.deallocate must be given together");
+    requested.allocator = {o.allocate, o.deallocate, o.allocator_user};
+
     client::RuntimeOptions resolved;
     Status status = client::ResolveOptions(requested, &resolved);
     if (!status.ok()) return Report(status);

@@ -26,6 +26,12 @@ ChunkLayout RowChunks(const std::vector<int64_t>& rows, size_t row_bytes) {
   return layout;
 }
 
+Status Allocate(ResultBuffer* buffer, size_t bytes) {
+  if (buffer->Allocate(bytes)) return Status::Ok();
+  return Status(Code::kInternal, "the result allocator returned no memory for " +
+                                     std::to_string(bytes) + " bytes");
+}
+
 // Average divides by the set size; then the caller's postscale. Integers divide exactly once,
 // floating types fold the division into the one scaling pass.
 void Finish(void* data, size_t count, DType dtype, ReduceOp op, double postscale, size_t n) {
@@ -81,7 +87,7 @@ Status Allgather(const RingArgs& ring, Request& request, const std::vector<int64
   const size_t row_bytes = RowBytes(op.spec);
   const ChunkLayout chunks = RowChunks(rows, row_bytes);
   auto& result = request.result();
-  result.data.resize(chunks.begin.back() + chunks.size.back());
+  TUTTI_RETURN_IF_ERROR(Allocate(&result.data, chunks.begin.back() + chunks.size.back()));
   result.shape.assign(op.spec.shape().begin(), op.spec.shape().end());
   result.shape[0] = std::accumulate(rows.begin(), rows.end(), int64_t{0});
   const size_t self = IndexOf(*ring.members, ring.self);
@@ -102,8 +108,9 @@ Status Reducescatter(const RingArgs& ring, Request& request) {
   // Shifted by n - 1 so that member i ends up holding chunk i.
   TUTTI_RETURN_IF_ERROR(RingReduceScatter(ring, work.data(), chunks, dtype, reduce_op, n - 1));
   auto& result = request.result();
-  result.data.assign(work.begin() + chunks.begin[self],
-                     work.begin() + chunks.begin[self] + chunks.size[self]);
+  TUTTI_RETURN_IF_ERROR(Allocate(&result.data, chunks.size[self]));
+  if (chunks.size[self] > 0)
+    std::memcpy(result.data.data(), work.data() + chunks.begin[self], chunks.size[self]);
   result.shape.assign(op.spec.shape().begin(), op.spec.shape().end());
   result.shape[0] = rows[self];
   Finish(result.data.data(), chunks.size[self] / ElementSize(dtype), dtype, reduce_op,
@@ -125,7 +132,7 @@ Status Alltoall(const RingArgs& ring, Request& request, const std::vector<int64_
   const ChunkLayout out = RowChunks(sent, row_bytes), in = RowChunks(received, row_bytes);
   auto& result = request.result();
   result.received_splits = received;
-  result.data.resize(in.begin.back() + in.size.back());
+  TUTTI_RETURN_IF_ERROR(Allocate(&result.data, in.begin.back() + in.size.back()));
   result.shape.assign(op.spec.shape().begin(), op.spec.shape().end());
   result.shape[0] = std::accumulate(received.begin(), received.end(), int64_t{0});
   const char* input = static_cast<const char*>(op.input);

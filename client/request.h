@@ -13,6 +13,7 @@
 
 #include "common/dtype.h"
 #include "common/status.h"
+#include "client/result_buffer.h"
 #include "proto/protocol.h"
 
 namespace tutti::client {
@@ -30,7 +31,7 @@ class Request {
   // What allgather, reducescatter and alltoall produce: the request owns it. Written by the lane
   // before completion, read by the application after it (Complete/Wait order the two).
   struct Result {
-    std::vector<char> data;
+    ResultBuffer data;
     std::vector<int64_t> shape;
     std::vector<int64_t> received_splits;  // alltoall: rows received from each member
   };

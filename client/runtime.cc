@@ -360,6 +360,7 @@ Status Runtime::Submit(CollectiveArgs args, std::shared_ptr<Request>* request) {
                 std::to_string(sets_.NextAutoNameIndex(args.set_id));
   op.spec.set_name(args.name);
   auto created = std::make_shared<Request>(op);
+  created->result().data.set_allocator(options_.allocator);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
@@ -400,6 +401,7 @@ Status Runtime::SubmitGroup(CollectiveArgs args, const std::vector<TensorArgs>& 
     ops[i].spec.set_group_size(static_cast<int32_t>(ops.size()));
     ops[i].spec.set_group_index(static_cast<int32_t>(i));
     children.push_back(std::make_shared<Request>(ops[i]));
+    children.back()->result().data.set_allocator(options_.allocator);
   }
   auto group = Request::Group(args.name, args.kind, children);
   {

@@ -69,6 +69,7 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   o.host_id = Env("TUTTI_HOST_ID").value_or(HostIdentity());
   o.data_address = Env("TUTTI_DATA_ADDR").value_or(LocalAddressToward(o.coordinator));
   o.static_sets = requested.static_sets;
+  o.allocator = requested.allocator;
   *resolved = std::move(o);
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "client/result_buffer.h"
 #include "common/status.h"
 
 namespace tutti::client {
@@ -18,6 +19,7 @@ struct RequestedOptions {
   std::optional<int32_t> rank, size;
   std::vector<std::vector<int32_t>> static_sets;
   int64_t timeout_ms = 0;  // 0: TUTTI_TIMEOUT_MS or kDefaultTimeoutMs
+  Allocator allocator;
 };
 
 struct RuntimeOptions {
@@ -30,6 +32,7 @@ struct RuntimeOptions {
   std::string data_address;  // IPv4 address the data plane listens on
   std::vector<std::vector<int32_t>> static_sets;
   int64_t timeout_ms = kDefaultTimeoutMs;
+  Allocator allocator;  // for results handed to the application
 };
 
 // Resolves `requested` against the environment (TUTTI_*, then OpenMPI, Slurm and torchrun

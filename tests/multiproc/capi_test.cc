@@ -116,6 +116,11 @@ TEST(CApi, InitArgumentErrors) {
   unsetenv("TUTTI_RANK");
 
   options = TUTTI_INIT_OPTIONS_INIT;
+  options.allocate = [](size_t bytes, void*) { return std::malloc(bytes); };
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "options.allocate and options.deallocate must be given together");
+
+  options = TUTTI_INIT_OPTIONS_INIT;
   options.coordinator = "nonsense";
   options.rank = 0;
   options.size = 1;

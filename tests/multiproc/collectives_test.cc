@@ -149,6 +149,19 @@ TEST(Join, UnevenDataAcrossThreeRanks) {
   ExpectAllSucceed(ranks);
 }
 
+TEST(Collectives, ResultsComeFromTheApplicationsAllocator) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 2;
+  options.env["TEST_ALLOCATOR"] = "1";
+  auto ranks = StartRanks(tuttid, "allocator", options);
+  for (auto& rank : ranks) {
+    EXPECT_EQ(rank->ReadUntil("allocator ", In(60)), "1 0") << rank->transcript();
+    EXPECT_EQ(rank->ReadUntil("allocator ", In(60)), "1 1") << rank->transcript();
+  }
+  ExpectAllSucceed(ranks);
+}
+
 #if !defined(TUTTI_SANITIZED)
 TEST(Collectives, Large64MiBOnTheWorld) { RunCollectives("0,1,2,3", {0, 0, 0, 0}, /*large=*/true); }
 #endif

@@ -66,9 +66,27 @@ std::vector<int32_t> ParseRanks(const char* text) {
   return ranks;
 }
 
+// A counting allocator (TEST_ALLOCATOR=1): results must come from it and go back to it.
+std::atomic<int> allocations{0}, deallocations{0};
+void* CountingAllocate(size_t bytes, void* user) {
+  ++allocations;
+  if (user != &allocations) std::abort();
+  return std::malloc(bytes);
+}
+void CountingDeallocate(void* pointer, size_t, void* user) {
+  ++deallocations;
+  if (user != &allocations) std::abort();
+  std::free(pointer);
+}
+
 // Static sets from TEST_STATIC_SETS="0,1;2,3".
 void Init() {
   tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
+  if (std::getenv("TEST_ALLOCATOR")) {
+    options.allocate = CountingAllocate;
+    options.deallocate = CountingDeallocate;
+    options.allocator_user = &allocations;
+  }
   std::vector<int32_t> sizes, flat;
   if (const char* spec = std::getenv("TEST_STATIC_SETS")) {
     std::string text(spec);
@@ -1018,6 +1036,20 @@ int JoinUneven() {
   return 0;
 }
 
+// With TEST_ALLOCATOR=1: an allgather's result comes from the application's allocator and goes
+// back to it when the request is freed. Prints "allocator <allocations> <deallocations>" after
+// the wait and after the free.
+int AllocatorUse() {
+  Tensor t = Filled(AllDTypes()[TUTTI_DTYPE_FLOAT32 - 1], {2, 3}, my_rank);
+  tutti_request_t request;
+  Check("allgather", tutti_allgather(rt, "g", TUTTI_WORLD, &t.desc, &request));
+  if (Finish(request, "allgather") != TUTTI_OK) return 1;
+  Say("allocator %d %d", allocations.load(), deallocations.load());
+  tutti_request_free(request);
+  Say("allocator %d %d", allocations.load(), deallocations.load());
+  return 0;
+}
+
 // Runs EveryCollective on the set among `lists` ("0,1,2,3" or "0,1|2,3") this rank belongs to.
 int CollectivesOn(const std::string& lists, bool large) {
   int32_t mine = -1;
@@ -1242,6 +1274,7 @@ int main(int argc, char** argv) {
   else if (scenario == "pipeline") result = Pipeline();
   else if (scenario == "grouped") result = Grouped();
   else if (scenario == "join") result = JoinUneven();
+  else if (scenario == "allocator") result = AllocatorUse();
   else if (scenario == "p2p_errors") result = PointToPointErrors();
   else if (scenario == "interleave") result = Interleave();
   else if (scenario == "collectives")

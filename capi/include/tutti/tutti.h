@@ -119,10 +119,16 @@ typedef struct tutti_init_options {
   const int32_t* static_set_sizes;
   const int32_t* static_set_ranks;
   int64_t timeout_ms;         /* rendezvous, set changes, data-plane progress; 0: default 60000 */
+  /* Where results the library hands out (allgather, reducescatter, alltoall) live: both NULL
+   * for malloc/free. Called from tutti's threads, so they must be thread-safe; `deallocate` may
+   * run after tutti_finalize, when a request is freed. */
+  void* (*allocate)(size_t bytes, void* user);
+  void (*deallocate)(void* pointer, size_t bytes, void* user);
+  void* allocator_user;
 } tutti_init_options_t;
 
 #define TUTTI_INIT_OPTIONS_INIT \
-  {sizeof(tutti_init_options_t), TUTTI_VERSION, NULL, NULL, NULL, -1, -1, 0, NULL, NULL, 0}
+  {sizeof(tutti_init_options_t), TUTTI_VERSION, NULL, NULL, NULL, -1, -1, 0, NULL, NULL, 0, NULL, NULL, NULL}
 
 /* Joins the job: returns once every rank of the world has registered (or with an error naming the
  * missing ranks after the timeout). `options` may be NULL: everything then comes from the
