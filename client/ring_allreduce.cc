@@ -45,10 +45,22 @@ Status RingReduceScatter(const RingArgs& ring, char* data, const ChunkLayout& ch
   for (size_t s = 0; s + 1 < nb.n; ++s) {
     const size_t send = (nb.index + shift + nb.n - s) % nb.n;
     const size_t recv = (nb.index + shift + 2 * nb.n - s - 1) % nb.n;
+    char* into = data + chunks.begin[recv];
+    const char* arrived = ring.scratch->data();
+    // Reduce whole segments as they arrive, while the kernel goes on receiving and sending.
+    size_t reduced = 0;
+    auto reduce_up_to = [&](size_t bytes) {
+      const size_t elements = (bytes - reduced) / element;
+      ReduceInto(into + reduced, arrived + reduced, elements, dtype, op);
+      reduced += elements * element;
+    };
+    auto on_received = [&](size_t received) {
+      if (received - reduced >= kRingSegmentBytes) reduce_up_to(received);
+    };
     TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(
         nb.next, data + chunks.begin[send], chunks.size[send], nb.prev, ring.scratch->data(),
-        chunks.size[recv], transport::Clock::now() + ring.step_timeout));
-    ReduceInto(data + chunks.begin[recv], ring.scratch->data(), chunks.size[recv] / element, dtype, op);
+        chunks.size[recv], transport::Clock::now() + ring.step_timeout, on_received));
+    reduce_up_to(chunks.size[recv]);
   }
   return Status::Ok();
 }

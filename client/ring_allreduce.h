@@ -39,6 +39,10 @@ Status RingReduceScatter(const RingArgs& ring, char* data, const ChunkLayout& ch
 // `owned`.
 Status RingAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks, size_t owned);
 
+// Ring reduce-scatter steps reduce what arrived in pieces of at least this size while the rest is
+// still in flight (docs/algorithms.md).
+constexpr size_t kRingSegmentBytes = 256 << 10;
+
 // Allreduces up to this many bytes with one direct exchange instead of the ring (measured on
 // loopback: docs/algorithms.md).
 constexpr size_t kDirectAllreduceMaxBytes = 16 << 10;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,8 +28,12 @@ class Context {
   // `from` (`to` may equal `from`; either length may be 0). Both directions progress together, so
   // a ring step cannot deadlock on full socket buffers. Errors: kPeerLost (connection closed or
   // reset; the message names the rank), kTimeout (no progress until `deadline`), kShutDown.
+  // `on_received`, if given, is called on this thread with the number of bytes received so far
+  // whenever that grew, so that the caller can consume a prefix (reduce it) while the kernel
+  // keeps moving the rest: the pipelining of large ring steps.
   virtual Status SendRecv(int32_t to, const void* send, size_t send_len, int32_t from, void* recv,
-                          size_t recv_len, Deadline deadline) = 0;
+                          size_t recv_len, Deadline deadline,
+                          const std::function<void(size_t)>& on_received = nullptr) = 0;
 
   // Wakes a SendRecv blocked on this context and makes it, and every later one, return `status`
   // (a peer was declared lost, the coordinator is gone). The only method any thread may call.

@@ -52,7 +52,8 @@ Status TcpContext::Connection(int32_t peer, Deadline deadline, int* fd) {
 }
 
 Status TcpContext::SendRecv(int32_t to, const void* send_buf, size_t send_len, int32_t from,
-                            void* recv_buf, size_t recv_len, Deadline deadline) {
+                            void* recv_buf, size_t recv_len, Deadline deadline,
+                            const std::function<void(size_t)>& on_received) {
   if (!broken_.ok()) return broken_;
   if (!(broken_ = Aborted()).ok()) return broken_;
   int send_fd = -1, recv_fd = -1;
@@ -81,6 +82,7 @@ Status TcpContext::SendRecv(int32_t to, const void* send_buf, size_t send_len, i
       if (n > 0) {
         received += static_cast<size_t>(n);
         progress = true;
+        if (on_received) on_received(received);
       } else if (n == 0) {
         return lost(from, "connection closed");
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {

@@ -15,7 +15,8 @@ class TcpContext : public Context {
   ~TcpContext() override;
 
   Status SendRecv(int32_t to, const void* send, size_t send_len, int32_t from, void* recv,
-                  size_t recv_len, Deadline deadline) override;
+                  size_t recv_len, Deadline deadline,
+                  const std::function<void(size_t)>& on_received = nullptr) override;
   void Abort(const Status& status) override;
 
  private:
