@@ -614,6 +614,13 @@ TUTTI_API tutti_status_t tutti_request_free(tutti_request_t request) {
   return Fenced(__func__, [&]() -> tutti_status_t {
     if (request == nullptr) return TUTTI_OK;
     TUTTI_CHECK_REQUEST(request);
+    // A completed request's results go back to the allocator now, not whenever a lane drops its
+    // last reference; a pending one keeps them until it completes.
+    auto& r = *request->request;
+    if (r.Test()) {
+      r.result().data.Release();
+      for (const auto& child : r.children()) child->result().data.Release();
+    }
     delete request;
     return TUTTI_OK;
   });

@@ -38,7 +38,7 @@ class ResultBuffer {
   char* data() const { return data_; }
   size_t size() const { return size_; }
 
- private:
+  // Gives the memory back to the allocator now.
   void Release() {
     if (data_ == nullptr) return;
     if (allocator_.deallocate)
@@ -49,6 +49,7 @@ class ResultBuffer {
     size_ = 0;
   }
 
+ private:
   Allocator allocator_;
   char* data_ = nullptr;
   size_t size_ = 0;
