@@ -48,6 +48,44 @@ TEST(Negotiator, MismatchNamesBothVariants) {
             "allreduce float32[4] op=sum postscale=0.5");
 }
 
+TEST(Negotiator, AlltoallSplitsThatDoNotFitTheSetFailOnEveryMember) {
+  Negotiator n(4, {0, 1, 2});
+  std::vector<wire::Response> ready;
+  for (int32_t rank : {0, 1, 2}) {
+    wire::TensorSpec spec = Spec("a", 6);
+    spec.set_kind(wire::COLLECTIVE_ALLTOALL);
+    for (int i = 0; i < (rank == 1 ? 2 : 3); ++i) spec.add_splits(2);
+    ASSERT_TRUE(n.Announce(rank, spec, &ready).ok());
+  }
+  ASSERT_EQ(ready.size(), 1u);  // one response, sent to every member
+  EXPECT_EQ(ready[0].error().code(), static_cast<int>(Code::kInvalidArgument));
+  EXPECT_EQ(ready[0].error().message(), "alltoall 'a': rank 1 gave 2 splits for a set of 3 ranks");
+}
+
+TEST(Negotiator, JoinedMembersAreNotWaitedFor) {
+  Negotiator n(0, {0, 1, 2});
+  std::vector<wire::Response> ready;
+  wire::TensorSpec gather = Spec("g", 2);
+  gather.set_kind(wire::COLLECTIVE_ALLGATHER);
+  ASSERT_TRUE(n.Announce(0, gather, &ready).ok());
+  ASSERT_TRUE(n.Announce(2, gather, &ready).ok());
+  int32_t last = -1;
+  EXPECT_FALSE(n.Join(1, &ready, &last));  // releases 'g' at once, with no rows from rank 1
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(std::vector<int64_t>(ready[0].member_rows().begin(), ready[0].member_rows().end()),
+            (std::vector<int64_t>{2, 0, 2}));
+  wire::TensorSpec scatter = Spec("s", 3);
+  scatter.set_kind(wire::COLLECTIVE_REDUCESCATTER);
+  ASSERT_TRUE(n.Announce(0, scatter, &ready).ok());
+  ASSERT_TRUE(n.Announce(2, scatter, &ready).ok());
+  ASSERT_EQ(ready.size(), 2u);
+  EXPECT_EQ(ready[1].error().message(),
+            "reducescatter 's' cannot run on process set 0 while rank 1 has joined");
+  EXPECT_FALSE(n.Join(0, &ready, &last));
+  EXPECT_TRUE(n.Join(2, &ready, &last));
+  EXPECT_EQ(last, 2);
+}
+
 TEST(Negotiator, ErrorsConcernOnlyTheAnnouncingRank) {
   Negotiator n(2, {0, 1});
   std::vector<wire::Response> ready;

@@ -245,7 +245,7 @@ uint64_t Fnv1a(const void* data, size_t size) {
 int DTypeMatrix() {
   const int32_t ops[] = {TUTTI_OP_SUM, TUTTI_OP_AVERAGE, TUTTI_OP_MIN, TUTTI_OP_MAX, TUTTI_OP_PRODUCT};
   const char* op_names[] = {"", "sum", "average", "min", "max", "product"};
-  const int64_t counts[] = {1, 3, 1027};
+  const int64_t counts[] = {0, 1, 3, 1027};
   for (const DTypeInfo& d : AllDTypes())
     for (int32_t op : ops)
       for (int64_t count : counts) {
