@@ -836,6 +836,12 @@ int Pipeline() {
   Check("add F", tutti_process_set_add(rt, f_ranks, 2, 0, &f));
   Check("add B", tutti_process_set_add(rt, b_ranks, 2, 0, &b));
   const int32_t stage = my_rank < 2 ? f : b;
+  // A world allreduce that ranks 0 and 3 submit only at the end: the world set's point-to-point
+  // traffic below must not wait behind it.
+  Tensor held(TUTTI_DTYPE_FLOAT32, 4, 4);
+  tutti_request_t held_request = nullptr;
+  if (my_rank == 1 || my_rank == 2)
+    Check("held", tutti_allreduce(rt, "held", TUTTI_WORLD, &held.desc, &held.desc, nullptr, &held_request));
   for (int i = 0; i < 20; ++i) {
     Tensor grad(TUTTI_DTYPE_FLOAT32, 1000, 4), act(TUTTI_DTYPE_FLOAT32, 64, 4), back(TUTTI_DTYPE_FLOAT32, 8, 4);
     for (int k = 0; k < 1000; ++k) grad.as<float>()[k] = static_cast<float>(my_rank);
@@ -881,6 +887,12 @@ int Pipeline() {
     tutti_request_free(r6);
     if (five.as<int32_t>()[0] != 5 || six.as<int32_t>()[0] != 6) return Say("fail: tags crossed"), 1;
   }
+  if (held_request && tutti_request_test(held_request) != TUTTI_IN_PROGRESS)
+    return Say("fail: 'held' completed before ranks 0 and 3 submitted it"), 1;
+  if (my_rank == 0 || my_rank == 3)
+    Check("held", tutti_allreduce(rt, "held", TUTTI_WORLD, &held.desc, &held.desc, nullptr, &held_request));
+  if (Finish(held_request, "held") != TUTTI_OK) return 1;
+  tutti_request_free(held_request);
   Say("pipeline ok");
   return 0;
 }
