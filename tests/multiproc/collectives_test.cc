@@ -162,6 +162,20 @@ TEST(Collectives, ResultsComeFromTheApplicationsAllocator) {
   ExpectAllSucceed(ranks);
 }
 
+TEST(Join, TimesOutNamingTheRanksThatNeverJoinedAndRefusesSubmissionsMeanwhile) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 3;
+  auto ranks = StartRanks(tuttid, "join_timeout", options);
+  EXPECT_EQ(ranks[0]->ReadUntil("refused ", In(60)),
+            "-1 rank 0 has joined process set 0; it cannot submit there until every member joined");
+  EXPECT_EQ(ranks[0]->ReadUntil("join ", In(60)),
+            "-8 join on process set 0 timed out after 1500 ms: ranks [1, 2] never joined");
+  ranks[1]->WriteLine("go");
+  ranks[2]->WriteLine("go");
+  ExpectAllSucceed(ranks);
+}
+
 #if !defined(TUTTI_SANITIZED)
 TEST(Collectives, Large64MiBOnTheWorld) { RunCollectives("0,1,2,3", {0, 0, 0, 0}, /*large=*/true); }
 #endif

@@ -1062,6 +1062,40 @@ int AllocatorUse() {
   return 0;
 }
 
+// World of 3: rank 0 joins with a 1.5 s timeout that ranks 1 and 2 never match; meanwhile its
+// own submissions on the set are refused. Prints "refused <status> <message>" and
+// "join <status> <message>"; ranks 1 and 2 wait for "go".
+int JoinTimeout() {
+  if (my_rank != 0) {
+    AwaitGo();
+    return 0;
+  }
+  tutti_status_t join_status = TUTTI_OK;
+  std::string join_error;
+  std::thread joiner([&] {
+    int32_t last = -1;
+    join_status = tutti_join(rt, TUTTI_WORLD, 1500, &last);
+    join_error = tutti_last_error();
+  });
+  // Until the join is in effect, submissions still go through: retry (bounded) until refused.
+  Tensor t(TUTTI_DTYPE_FLOAT32, 4, 4);
+  tutti_status_t status = TUTTI_OK;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int i = 0; status == TUTTI_OK && std::chrono::steady_clock::now() < give_up; ++i) {
+    tutti_request_t request = nullptr;
+    status = tutti_allreduce(rt, ("probe." + std::to_string(i)).c_str(), TUTTI_WORLD, &t.desc, &t.desc,
+                             nullptr, &request);
+    if (status == TUTTI_OK) {
+      tutti_request_free(request);  // stays pending; finalize settles it
+      std::this_thread::yield();
+    }
+  }
+  Say("refused %d %s", status, tutti_last_error());
+  joiner.join();
+  Say("join %d %s", join_status, join_error.c_str());
+  return 0;
+}
+
 // Runs EveryCollective on the set among `lists` ("0,1,2,3" or "0,1|2,3") this rank belongs to.
 int CollectivesOn(const std::string& lists, bool large) {
   int32_t mine = -1;
@@ -1287,6 +1321,7 @@ int main(int argc, char** argv) {
   else if (scenario == "grouped") result = Grouped();
   else if (scenario == "join") result = JoinUneven();
   else if (scenario == "allocator") result = AllocatorUse();
+  else if (scenario == "join_timeout") result = JoinTimeout();
   else if (scenario == "p2p_errors") result = PointToPointErrors();
   else if (scenario == "interleave") result = Interleave();
   else if (scenario == "collectives")
