@@ -361,18 +361,26 @@ Status Runtime::Submit(CollectiveArgs args, std::shared_ptr<Request>* request) {
   op.spec.set_name(args.name);
   auto created = std::make_shared<Request>(op);
   created->result().data.set_allocator(options_.allocator);
+  TUTTI_RETURN_IF_ERROR(Enqueue(args.set_id, members, {created}));
+  *request = std::move(created);
+  return Status::Ok();
+}
+
+Status Runtime::Enqueue(int32_t set_id, const std::vector<int32_t>& members,
+                        const std::vector<std::shared_ptr<Request>>& requests) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
-    TUTTI_RETURN_IF_ERROR(Broken(args.set_id, members));
-    auto& by_name = pending_[args.set_id];
-    if (!by_name.emplace(args.name, created).second)
-      return Status(Code::kDuplicateName, "a request named '" + args.name +
-                                              "' is already pending on process set " +
-                                              std::to_string(args.set_id));
+    TUTTI_RETURN_IF_ERROR(Broken(set_id, members));
+    auto& by_name = pending_[set_id];
+    for (const auto& request : requests)
+      if (by_name.count(request->name()))
+        return Status(Code::kDuplicateName, "a request named '" + request->name() +
+                                                "' is already pending on process set " +
+                                                std::to_string(set_id));
+    for (const auto& request : requests) by_name.emplace(request->name(), request);
   }
-  link_->Announce(args.set_id, op.spec);
-  *request = std::move(created);
+  for (const auto& request : requests) link_->Announce(set_id, request->operation().spec);
   return Status::Ok();
 }
 
@@ -404,19 +412,7 @@ Status Runtime::SubmitGroup(CollectiveArgs args, const std::vector<TensorArgs>& 
     children.back()->result().data.set_allocator(options_.allocator);
   }
   auto group = Request::Group(args.name, args.kind, children);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
-    TUTTI_RETURN_IF_ERROR(Broken(args.set_id, members));
-    auto& by_name = pending_[args.set_id];
-    for (const auto& child : children)
-      if (by_name.count(child->name()))
-        return Status(Code::kDuplicateName, "a request named '" + child->name() +
-                                                "' is already pending on process set " +
-                                                std::to_string(args.set_id));
-    for (const auto& child : children) by_name.emplace(child->name(), child);
-  }
-  for (const auto& child : children) link_->Announce(args.set_id, child->operation().spec);
+  TUTTI_RETURN_IF_ERROR(Enqueue(args.set_id, members, children));
   *request = std::move(group);
   return Status::Ok();
 }

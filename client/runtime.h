@@ -99,6 +99,10 @@ class Runtime {
   void OnDead(const Status& status);
   // Why new work on `set_id` must fail at once (the runtime or a member is lost), or ok.
   Status Broken(int32_t set_id, const std::vector<int32_t>& members);
+  // Registers `requests` as pending on the set (all or none: names must be free) and announces
+  // them to tuttid.
+  Status Enqueue(int32_t set_id, const std::vector<int32_t>& members,
+                 const std::vector<std::shared_ptr<Request>>& requests);
   // Kind-specific checks of a submission; fills the spec's shape-dependent fields.
   Status Validate(CollectiveArgs& args, const std::vector<int32_t>& members, Request::Operation* op);
   // Removes and returns this rank's pending request for (set, name); null if none.

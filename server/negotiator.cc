@@ -138,7 +138,6 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
                   fmt::format("rank {} announced '{}' twice on process set {}", rank, spec.name(),
                               set_id_));
   pending.by_member[index] = spec;
-  ++pending.count;
   ReleaseIfComplete(entry, ready);
   return Status::Ok();
 }

@@ -51,7 +51,6 @@ class Negotiator {
  private:
   struct Pending {
     std::vector<std::optional<wire::TensorSpec>> by_member;  // indexed like members_
-    size_t count = 0;
     std::list<std::string>::iterator order;  // its place in pending_order_
   };
 

@@ -20,6 +20,16 @@
 
 enum { kCount = 1024 };
 
+/* A descriptor for caller-owned memory; `shape` must outlive the requests that use it. */
+static tutti_tensor_t describe(void* data, int32_t dtype, int32_t ndim, const int64_t* shape) {
+  tutti_tensor_t t = TUTTI_TENSOR_INIT;
+  t.data = data;
+  t.dtype = dtype;
+  t.ndim = ndim;
+  t.shape = shape;
+  return t;
+}
+
 int main(void) {
   tutti_runtime_t rt;
   CHECK(tutti_init(NULL, &rt)); /* coordinator, job, rank and size come from tuttirun */
@@ -46,13 +56,8 @@ int main(void) {
     world[i] = 1.0f;
   }
   int64_t shape[1] = {kCount};
-  tutti_tensor_t mine_t = TUTTI_TENSOR_INIT, world_t = TUTTI_TENSOR_INIT;
-  mine_t.data = mine;
-  mine_t.dtype = TUTTI_DTYPE_FLOAT32;
-  mine_t.ndim = 1;
-  mine_t.shape = shape;
-  world_t = mine_t;
-  world_t.data = world;
+  tutti_tensor_t mine_t = describe(mine, TUTTI_DTYPE_FLOAT32, 1, shape);
+  tutti_tensor_t world_t = describe(world, TUTTI_DTYPE_FLOAT32, 1, shape);
 
   /* Both requests are in flight together: the set's and the world's streams run independently. */
   tutti_request_t in_set, in_world;
@@ -77,11 +82,7 @@ int main(void) {
   if (rank == root)
     for (int i = 0; i < 4; ++i) weights[i] = 100.0f + (float)i;
   int64_t four[1] = {4};
-  tutti_tensor_t weights_t = TUTTI_TENSOR_INIT;
-  weights_t.data = weights;
-  weights_t.dtype = TUTTI_DTYPE_FLOAT32;
-  weights_t.ndim = 1;
-  weights_t.shape = four;
+  tutti_tensor_t weights_t = describe(weights, TUTTI_DTYPE_FLOAT32, 1, four);
   tutti_request_t req;
   CHECK(tutti_broadcast(rt, "weights", my_set, &weights_t, root, &req));
   CHECK(tutti_request_wait(req, -1));
@@ -94,11 +95,7 @@ int main(void) {
   int32_t batch[2 * 64];
   for (int i = 0; i < 2 * rows_mine; ++i) batch[i] = rank;
   int64_t batch_shape[2] = {rows_mine, 2};
-  tutti_tensor_t batch_t = TUTTI_TENSOR_INIT;
-  batch_t.data = batch;
-  batch_t.dtype = TUTTI_DTYPE_INT32;
-  batch_t.ndim = 2;
-  batch_t.shape = batch_shape;
+  tutti_tensor_t batch_t = describe(batch, TUTTI_DTYPE_INT32, 2, batch_shape);
   CHECK(tutti_allgather(rt, "batches", TUTTI_WORLD, &batch_t, &req));
   CHECK(tutti_request_wait(req, -1));
   tutti_tensor_t gathered = TUTTI_TENSOR_INIT; /* owned by the request until it is freed */
@@ -114,11 +111,7 @@ int main(void) {
   float shard[64], *received;
   for (int32_t j = 0; j < my_set_size; ++j) shard[j] = (float)(rank * 1000 + j);
   int64_t shard_shape[1] = {my_set_size};
-  tutti_tensor_t shard_t = TUTTI_TENSOR_INIT;
-  shard_t.data = shard;
-  shard_t.dtype = TUTTI_DTYPE_FLOAT32;
-  shard_t.ndim = 1;
-  shard_t.shape = shard_shape;
+  tutti_tensor_t shard_t = describe(shard, TUTTI_DTYPE_FLOAT32, 1, shard_shape);
   CHECK(tutti_alltoall(rt, "experts", my_set, &shard_t, NULL, 0, &req));
   CHECK(tutti_request_wait(req, -1));
   tutti_tensor_t exchanged = TUTTI_TENSOR_INIT;
@@ -134,13 +127,8 @@ int main(void) {
    * after it, which answers with a gradient (world set, global ranks, tags 1 and 2). */
   float activation[8], gradient[8];
   int64_t eight[1] = {8};
-  tutti_tensor_t act_t = TUTTI_TENSOR_INIT, grad_t = TUTTI_TENSOR_INIT;
-  act_t.data = activation;
-  act_t.dtype = TUTTI_DTYPE_FLOAT32;
-  act_t.ndim = 1;
-  act_t.shape = eight;
-  grad_t = act_t;
-  grad_t.data = gradient;
+  tutti_tensor_t act_t = describe(activation, TUTTI_DTYPE_FLOAT32, 1, eight);
+  tutti_tensor_t grad_t = describe(gradient, TUTTI_DTYPE_FLOAT32, 1, eight);
   int32_t partner = rank % 2 == 0 ? rank + 1 : rank - 1;
   if (partner < size) {
     tutti_request_t out, in;

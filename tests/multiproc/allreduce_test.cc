@@ -38,9 +38,7 @@ TEST(Allreduce, EveryDTypeAndOpOnTwoRanks) { RunMatrix(2); }
 
 TEST(Allreduce, ThreeRanksUnevenChunksAndTopology) {
   Tuttid tuttid;
-  RankOptions options;
-  options.size = 3;
-  auto ranks = StartRanks(tuttid, "basic", options);
+  auto ranks = StartRanks(tuttid, "basic", 3);
   for (int r = 0; r < 3; ++r) {
     auto world = ranks[r]->ReadUntil("world ", In(60));
     ASSERT_TRUE(world) << ranks[r]->transcript();
@@ -65,7 +63,7 @@ TEST(Allreduce, HostsFromHostIdentity) {
 
 TEST(Allreduce, MismatchFailsOnEveryMemberWithOneMessageThenRecovers) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "mismatch", {});
+  auto ranks = StartRanks(tuttid, "mismatch", 4);
   for (auto& rank : ranks) {
     auto line = rank->ReadUntil("mismatch ", In(60));
     ASSERT_TRUE(line) << rank->transcript();

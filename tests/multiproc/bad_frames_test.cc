@@ -106,9 +106,7 @@ std::vector<Case> Cases() {
 
 TEST(BadFrames, EachIsRefusedWhileAJobRuns) {
   Tuttid tuttid;
-  RankOptions options;
-  options.size = 2;
-  auto ranks = StartRanks(tuttid, "steady", options);
+  auto ranks = StartRanks(tuttid, "steady", 2);
   for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("w 0", In(60))) << rank->transcript();
 
   for (const Case& c : Cases()) {

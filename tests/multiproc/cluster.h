@@ -43,6 +43,15 @@ std::vector<std::unique_ptr<Process>> StartRanks(const Tuttid& tuttid, const std
                                                  RankOptions options,
                                                  std::vector<std::string> args = {});
 
+// The common case: every rank of a world of `size`, default options.
+inline std::vector<std::unique_ptr<Process>> StartRanks(const Tuttid& tuttid,
+                                                        const std::string& scenario, int size,
+                                                        std::vector<std::string> args = {}) {
+  RankOptions options;
+  options.size = size;
+  return StartRanks(tuttid, scenario, options, std::move(args));
+}
+
 // A job id no other test of this run uses.
 std::string UniqueJobId();
 

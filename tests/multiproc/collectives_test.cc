@@ -20,7 +20,7 @@ void RunCollectives(const std::string& lists, const std::vector<int>& set_of, bo
   Tuttid tuttid;
   std::vector<std::string> args = {lists};
   if (large) args.push_back("large");
-  auto ranks = StartRanks(tuttid, "collectives", {}, args);
+  auto ranks = StartRanks(tuttid, "collectives", 4, args);
   std::map<int, std::set<std::string>> digests;
   for (int r = 0; r < 4; ++r) {
     if (set_of[r] < 0) {
@@ -47,7 +47,7 @@ TEST(Collectives, TwoDisjointSetsAtOnce) { RunCollectives("0,1|2,3", {0, 0, 1, 1
 
 TEST(Collectives, OverlappingSetsInOppositeOrders) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "interleave", {});
+  auto ranks = StartRanks(tuttid, "interleave", 4);
   for (auto& rank : ranks) EXPECT_TRUE(rank->ReadUntil("interleave ok", In(120))) << rank->transcript();
   ExpectAllSucceed(ranks);
 }
@@ -55,7 +55,7 @@ TEST(Collectives, OverlappingSetsInOppositeOrders) {
 // Each validation rule, on every member (S = {0,1,2}), with exact statuses and messages.
 TEST(Collectives, ValidationErrorsOnEveryMember) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "collective_errors", {});
+  auto ranks = StartRanks(tuttid, "collective_errors", 4);
   const std::vector<std::pair<std::string, std::string>> expected = {
       {"outside-root", "-1 broadcast 'b': root rank 3 is not a member of process set 1"},
       {"roots", "-5 mismatched 'r' on process set 1: rank 0 sent broadcast float32[4] root=0, "
@@ -92,7 +92,7 @@ TEST(Collectives, ValidationErrorsOnEveryMember) {
 
 TEST(PointToPoint, PipelineStagesPassTensorsWhileEachAllreduces) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "pipeline", {});
+  auto ranks = StartRanks(tuttid, "pipeline", 4);
   for (auto& rank : ranks) EXPECT_TRUE(rank->ReadUntil("pipeline ok", In(120))) << rank->transcript();
   ExpectAllSucceed(ranks);
 }
@@ -126,7 +126,7 @@ TEST(PointToPoint, ArgumentErrorsSizeMismatchAndLostSender) {
 
 TEST(Grouped, AllreduceAndAllgatherCompleteTogetherAndFailTogether) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "grouped", {});
+  auto ranks = StartRanks(tuttid, "grouped", 4);
   for (auto& rank : ranks) {
     EXPECT_TRUE(rank->ReadUntil("grouped allreduce ok", In(60))) << rank->transcript();
     EXPECT_TRUE(rank->ReadUntil("grouped allgather ok", In(60))) << rank->transcript();
@@ -142,9 +142,7 @@ TEST(Grouped, AllreduceAndAllgatherCompleteTogetherAndFailTogether) {
 
 TEST(Join, UnevenDataAcrossThreeRanks) {
   Tuttid tuttid;
-  RankOptions options;
-  options.size = 3;
-  auto ranks = StartRanks(tuttid, "join", options);
+  auto ranks = StartRanks(tuttid, "join", 3);
   for (auto& rank : ranks) EXPECT_EQ(rank->ReadUntil("joined ", In(120)), "2") << rank->transcript();
   ExpectAllSucceed(ranks);
 }
@@ -164,9 +162,7 @@ TEST(Collectives, ResultsComeFromTheApplicationsAllocator) {
 
 TEST(Join, TimesOutNamingTheRanksThatNeverJoinedAndRefusesSubmissionsMeanwhile) {
   Tuttid tuttid;
-  RankOptions options;
-  options.size = 3;
-  auto ranks = StartRanks(tuttid, "join_timeout", options);
+  auto ranks = StartRanks(tuttid, "join_timeout", 3);
   EXPECT_EQ(ranks[0]->ReadUntil("refused ", In(60)),
             "-1 rank 0 has joined process set 0; it cannot submit there until every member joined");
   EXPECT_EQ(ranks[0]->ReadUntil("join ", In(60)),

@@ -47,9 +47,7 @@ TEST(Failures, KilledRankIsReportedToItsSetsPeersOnly) {
   RankOptions other_job;  // shares tuttid, must not notice
   other_job.size = 2;
   auto bystanders = StartRanks(tuttid, "steady", other_job);
-  RankOptions options;
-  options.size = 5;
-  auto ranks = StartRanks(tuttid, "big", options);
+  auto ranks = StartRanks(tuttid, "big", 5);
   auto hit = HitRankTwoDuringBigAllreduce(ranks, SIGKILL);
   ExpectPeerLostAndBystandersUnaffected(ranks, hit, "peer lost: rank 2");
   for (auto& rank : bystanders)
@@ -62,9 +60,7 @@ TEST(Failures, KilledRankIsReportedToItsSetsPeersOnly) {
 
 TEST(Failures, FrozenRankIsDeclaredLostThenEvictedWhenItWakes) {
   Tuttid tuttid;
-  RankOptions options;
-  options.size = 5;
-  auto ranks = StartRanks(tuttid, "big", options);
+  auto ranks = StartRanks(tuttid, "big", 5);
   auto hit = HitRankTwoDuringBigAllreduce(ranks, SIGSTOP);
   // A frozen rank keeps its sockets open: only the lease can tell, and the Fault must wake the
   // peers blocked inside their ring step.
@@ -87,9 +83,7 @@ TEST(Failures, FrozenRankIsDeclaredLostThenEvictedWhenItWakes) {
 
 TEST(Failures, KilledParentWhoseForkedChildHoldsItsSocketsIsDetected) {
   Tuttid tuttid;
-  RankOptions options;
-  options.size = 3;
-  auto ranks = StartRanks(tuttid, "fork", options);
+  auto ranks = StartRanks(tuttid, "fork", 3);
   auto child = ranks[1]->ReadUntil("child ", In(60));
   ASSERT_TRUE(child) << ranks[1]->transcript();
   EXPECT_TRUE(StartsWith(*child, "-1 this runtime belongs to process "));
@@ -118,7 +112,7 @@ class CoordinatorLoss : public ::testing::TestWithParam<int> {};
 
 TEST_P(CoordinatorLoss, IsReportedByEveryRank) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "coordinator_loss", {});
+  auto ranks = StartRanks(tuttid, "coordinator_loss", 4);
   for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("submitted", In(60))) << rank->transcript();
   tuttid.process().Signal(GetParam());
   const auto hit = Clock::now();
@@ -142,7 +136,7 @@ INSTANTIATE_TEST_SUITE_P(Failures, CoordinatorLoss, ::testing::Values(SIGKILL, S
 TEST(Failures, RestartedCoordinatorRefusesRanksOfTheOldEpoch) {
   auto first = std::make_unique<Tuttid>();
   const std::string endpoint = first->endpoint();
-  auto ranks = StartRanks(*first, "coordinator_loss", {});
+  auto ranks = StartRanks(*first, "coordinator_loss", 4);
   for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("submitted", In(60))) << rank->transcript();
   first->process().Signal(SIGKILL);
   ASSERT_TRUE(first->process().Wait(In(30)));
@@ -161,9 +155,7 @@ TEST(Failures, RestartedCoordinatorRefusesRanksOfTheOldEpoch) {
 // quarter of the 60 s timeout), later calls fail, finalize works, and rank 1 is told who aborted.
 TEST(Failures, AbortEndsRequestsAtOnceAndNamesTheRankToItsPeers) {
   Tuttid tuttid;
-  RankOptions options;
-  options.size = 3;
-  auto ranks = StartRanks(tuttid, "abort", options);
+  auto ranks = StartRanks(tuttid, "abort", 3);
   for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("started", In(60))) << rank->transcript();
   ranks[2]->Signal(SIGSTOP);
   ranks[0]->WriteLine("go");
@@ -183,9 +175,7 @@ TEST(Failures, AbortEndsRequestsAtOnceAndNamesTheRankToItsPeers) {
 
 TEST(Failures, FinalizeWithACollectiveInFlightReturnsPromptly) {
   Tuttid tuttid;
-  RankOptions options;
-  options.size = 2;
-  auto ranks = StartRanks(tuttid, "finalize_in_flight", options);
+  auto ranks = StartRanks(tuttid, "finalize_in_flight", 2);
   for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("started", In(60))) << rank->transcript();
   ranks[1]->Signal(SIGSTOP);  // rank 0's ring step now waits on a peer that never answers
   ranks[0]->WriteLine("go");

@@ -19,7 +19,7 @@ TEST(ProcessSets, StaticSetsRunConcurrentlyWithTheWorld) {
 
 TEST(ProcessSets, DisjointAddedSetsRunConcurrently) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "added_sets", {});
+  auto ranks = StartRanks(tuttid, "added_sets", 4);
   for (int r = 0; r < 4; ++r) {
     auto id = ranks[r]->ReadUntil("set ", In(60));
     ASSERT_TRUE(id) << ranks[r]->transcript();
@@ -61,7 +61,7 @@ TEST(ProcessSets, StaticSetWithRanksOutsideTheWorldIsRefused) {
 // rank 0, which submits only after the harness saw those 100 completions.
 TEST(ProcessSets, OverlappingSetsProgressIndependently) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "independence", {});
+  auto ranks = StartRanks(tuttid, "independence", 4);
   for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("ready", In(60))) << rank->transcript();
   for (int r = 1; r < 4; ++r) ASSERT_TRUE(ranks[r]->ReadUntil("B 99", In(240))) << ranks[r]->transcript();
   ranks[0]->WriteLine("go");
@@ -73,7 +73,7 @@ TEST(ProcessSets, OverlappingSetsProgressIndependently) {
 // once it runs, returns the same id at once.
 TEST(ProcessSets, AddIsCollectiveOverMembersOnly) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "members_only_add", {});
+  auto ranks = StartRanks(tuttid, "members_only_add", 4);
   for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("ready", In(60))) << rank->transcript();
   ranks[2]->Signal(SIGSTOP);
   ranks[3]->Signal(SIGSTOP);
@@ -103,7 +103,7 @@ TEST(ProcessSets, AddIsCollectiveOverMembersOnly) {
 
 TEST(ProcessSets, RemovedSetFailsPendingAndLaterRequests) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "remove", {});
+  auto ranks = StartRanks(tuttid, "remove", 4);
   for (int r = 0; r < 4; ++r) {
     Process& rank = *ranks[r];
     const bool member = r == 0 || r == 2;
@@ -135,9 +135,7 @@ TEST(ProcessSets, RemovedSetFailsPendingAndLaterRequests) {
 
 TEST(ProcessSets, AddTimesOutNamingTheRanksThatNeverCame) {
   Tuttid tuttid;
-  RankOptions options;
-  options.size = 3;
-  auto ranks = StartRanks(tuttid, "add_timeout", options);
+  auto ranks = StartRanks(tuttid, "add_timeout", 3);
   auto line = ranks[0]->ReadUntil("add ", In(60));
   ASSERT_TRUE(line) << ranks[0]->transcript();
   EXPECT_EQ(*line, "-8 process set 1 add of [0, 1] timed out after 1500 ms: ranks [1] never arrived");
