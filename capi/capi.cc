@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -77,6 +78,18 @@ tutti_status_t ReadVersioned(const T* given, const T& defaults, const char* what
   *out = defaults;
   std::memcpy(out, given, std::min(given->struct_size, sizeof(T)));
   out->struct_size = sizeof(T);
+  return TUTTI_OK;
+}
+
+// Copies `values` into the caller's struct, as much of it as the caller's struct_size covers.
+template <typename T>
+tutti_status_t WriteVersioned(const T& values, T* out, const char* what) {
+  if (out->struct_size < sizeof(size_t))
+    return Invalid(std::string(what) + ".struct_size is " + std::to_string(out->struct_size) +
+                   "; initialize the struct with its _INIT macro");
+  const size_t size = std::min(out->struct_size, sizeof(T));
+  std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t),
+              reinterpret_cast<const char*>(&values) + sizeof(size_t), size - sizeof(size_t));
   return TUTTI_OK;
 }
 
@@ -182,6 +195,12 @@ TUTTI_API tutti_status_t tutti_init(const tutti_init_options_t* options, tutti_r
     if ((o.allocate == nullptr) != (o.deallocate == nullptr))
       return Invalid("options.allocate and options.deallocate must be given together");
     requested.allocator = {o.allocate, o.deallocate, o.allocator_user};
+    if (o.fusion_threshold_bytes >= 0) requested.fusion_threshold = o.fusion_threshold_bytes;
+    if (o.cycle_time_ms >= 0) requested.cycle_time_ms = o.cycle_time_ms;
+    if (o.cache_capacity >= 0) requested.cache_capacity = o.cache_capacity;
+    if (o.stall_warning_seconds != 0) requested.stall_warning_s = o.stall_warning_seconds;
+    if (o.stall_shutdown_seconds != 0) requested.stall_shutdown_s = o.stall_shutdown_seconds;
+    if (o.timeline_path) requested.timeline = o.timeline_path;
 
     client::RuntimeOptions resolved;
     Status status = client::ResolveOptions(requested, &resolved);
@@ -333,6 +352,7 @@ static tutti_status_t ReadReduceOptions(const tutti_allreduce_options_t* options
   args->reduce_op = o.reduce_op;
   args->prescale = o.prescale_factor;
   args->postscale = o.postscale_factor;
+  args->priority = o.priority;
   return TUTTI_OK;
 }
 
@@ -622,6 +642,66 @@ TUTTI_API tutti_status_t tutti_request_free(tutti_request_t request) {
       for (const auto& child : r.children()) child->result().data.Release();
     }
     delete request;
+    return TUTTI_OK;
+  });
+}
+
+TUTTI_API tutti_status_t tutti_get_counters(tutti_runtime_t rt, tutti_counters_t* counters) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(counters);
+    const client::Counters& c = rt->runtime->counters();
+    auto get = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+    tutti_counters_t values = TUTTI_COUNTERS_INIT;
+    values.announce_messages = get(c.announce_messages);
+    values.announce_bytes = get(c.announce_bytes);
+    values.tensors_announced = get(c.tensors_announced);
+    values.tensors_announced_cached = get(c.tensors_announced_cached);
+    values.execute_messages = get(c.execute_messages);
+    values.execute_bytes = get(c.execute_bytes);
+    values.collectives = get(c.collectives);
+    values.tensors_executed = get(c.tensors_executed);
+    values.tensors_fused = get(c.tensors_fused);
+    return WriteVersioned(values, counters, "counters");
+  });
+}
+
+TUTTI_API tutti_status_t tutti_get_coordinator_counters(tutti_runtime_t rt,
+                                                        tutti_coordinator_counters_t* counters) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(counters);
+    wire::CoordinatorCounters c;
+    tutti_status_t status = Report(rt->runtime->QueryCoordinatorCounters(&c));
+    if (status != TUTTI_OK) return status;
+    tutti_coordinator_counters_t values = TUTTI_COORDINATOR_COUNTERS_INIT;
+    values.announce_messages = c.announce_messages();
+    values.announce_bytes = c.announce_bytes();
+    values.tensors_announced = c.tensors_announced();
+    values.tensors_announced_cached = c.tensors_announced_cached();
+    values.execute_messages = c.execute_messages();
+    values.collectives_released = c.collectives_released();
+    values.tensors_released = c.tensors_released();
+    values.tensors_fused = c.tensors_fused();
+    values.cache_evictions = c.cache_evictions();
+    values.stall_warnings = c.stall_warnings();
+    values.stalls_failed = c.stalls_failed();
+    return WriteVersioned(values, counters, "counters");
+  });
+}
+
+TUTTI_API tutti_status_t tutti_timeline_start(tutti_runtime_t rt, const char* path) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    if (path == nullptr || *path == '\0') return Invalid("path is NULL or empty");
+    return Report(rt->runtime->StartTimeline(path));
+  });
+}
+
+TUTTI_API tutti_status_t tutti_timeline_stop(tutti_runtime_t rt) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    rt->runtime->StopTimeline();
     return TUTTI_OK;
   });
 }

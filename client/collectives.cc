@@ -6,9 +6,7 @@
 #include "client/reduce.h"
 
 namespace tutti::client {
-namespace {
 
-// Bytes of one row: everything after the first dimension.
 size_t RowBytes(const wire::TensorSpec& spec) {
   size_t bytes = ElementSize(static_cast<DType>(spec.dtype()));
   for (int d = 1; d < spec.shape_size(); ++d) bytes *= static_cast<size_t>(spec.shape(d));
@@ -32,8 +30,6 @@ Status Allocate(ResultBuffer* buffer, size_t bytes) {
                                      std::to_string(bytes) + " bytes");
 }
 
-// Average divides by the set size; then the caller's postscale. Integers divide exactly once,
-// floating types fold the division into the one scaling pass.
 void Finish(void* data, size_t count, DType dtype, ReduceOp op, double postscale, size_t n) {
   if (op == ReduceOp::kAverage) {
     if (IsFloating(dtype))
@@ -43,6 +39,8 @@ void Finish(void* data, size_t count, DType dtype, ReduceOp op, double postscale
   }
   ScaleInPlace(data, count, dtype, postscale);
 }
+
+namespace {
 
 Status Allreduce(const RingArgs& ring, Request& request) {
   const auto& op = request.operation();

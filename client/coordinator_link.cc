@@ -15,9 +15,12 @@ Status FromWire(const wire::Error& error) {
 
 }  // namespace
 
-CoordinatorLink::CoordinatorLink(std::string endpoint, Callbacks callbacks)
+CoordinatorLink::CoordinatorLink(std::string endpoint, Callbacks callbacks, Counters* counters,
+                                 std::chrono::microseconds cycle_time)
     : endpoint_(std::move(endpoint)),
       callbacks_(std::move(callbacks)),
+      counters_(counters),
+      cycle_time_(cycle_time),
       socket_(context_, zmq::socket_type::dealer) {
   socket_.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
   socket_.set(zmq::sockopt::linger, kLingerMs);
@@ -84,9 +87,9 @@ Status CoordinatorLink::Register(const wire::Register& request, transport::Deadl
   return Status::Ok();
 }
 
-Status CoordinatorLink::Call(wire::Frame request, uint64_t request_id, transport::Deadline deadline,
-                             wire::SetReply* reply) {
-  std::future<wire::SetReply> answer;
+Status CoordinatorLink::Roundtrip(wire::Frame request, uint64_t request_id,
+                                  transport::Deadline deadline, wire::Frame* reply) {
+  std::future<wire::Frame> answer;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status(Code::kShutDown, "the runtime is shutting down");
@@ -102,17 +105,53 @@ Status CoordinatorLink::Call(wire::Frame request, uint64_t request_id, transport
                   "coordinator lost: no answer from " + endpoint_ + " before the deadline");
   }
   *reply = answer.get();
-  if (reply->request_id() == 0) return FromWire(reply->error());  // the link died meanwhile
+  // Die() answers with an error SetReply of request id 0: the link died meanwhile.
+  if (reply->has_set_reply() && reply->set_reply().request_id() == 0)
+    return FromWire(reply->set_reply().error());
+  return Status::Ok();
+}
+
+Status CoordinatorLink::Call(wire::Frame request, uint64_t request_id, transport::Deadline deadline,
+                             wire::SetReply* reply) {
+  wire::Frame answer;
+  TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id, deadline, &answer));
+  *reply = answer.set_reply();
   if (reply->has_error() && reply->error().code() != 0) return FromWire(reply->error());
   return Status::Ok();
 }
 
+Status CoordinatorLink::QueryCounters(transport::Deadline deadline,
+                                      wire::CoordinatorCounters* counters) {
+  wire::Frame request;
+  const uint64_t request_id = NextRequestId();
+  request.mutable_counters_query()->set_request_id(request_id);
+  wire::Frame answer;
+  TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id, deadline, &answer));
+  *counters = answer.coordinator_counters();
+  return Status::Ok();
+}
+
 void CoordinatorLink::Announce(int32_t set_id, wire::TensorSpec spec) {
+  bool first;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    announced_[set_id].push_back(std::move(spec));
+    first = announced_.empty();
+    if (first) first_queued_ = transport::Clock::now();
+    announced_.Add(set_id, std::move(spec));
   }
-  Wake();
+  // With a batching window only the first announcement wakes the I/O thread, which then sleeps
+  // until the window closes; without one, every announcement does.
+  if (first || cycle_time_.count() == 0) Wake();
+}
+
+void CoordinatorLink::ForgetTensor(int32_t set_id, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  announced_.Forget(set_id, name);
+}
+
+void CoordinatorLink::ForgetSet(int32_t set_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  announced_.DropSet(set_id);
 }
 
 void CoordinatorLink::SendAbort() {
@@ -126,21 +165,20 @@ void CoordinatorLink::SendAbort() {
   Wake();
 }
 
-void CoordinatorLink::Flush() {
+void CoordinatorLink::Flush(bool announcements) {
   std::vector<std::string> frames;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Announcements go first: a thread that submitted and then asked for a set change expects the
-    // coordinator to see them in that order.
-    if (!announced_.empty()) {
+    // coordinator to see them in that order, so a pending message cuts the window short.
+    if (!announced_.empty() && (announcements || !outbox_.empty())) {
       wire::Frame frame;
-      for (auto& [set_id, specs] : announced_) {
-        auto* set = frame.mutable_announce()->add_sets();
-        set->set_set_id(set_id);
-        for (auto& spec : specs) *set->add_tensors() = std::move(spec);
-      }
-      announced_.clear();
+      const auto drained = announced_.Drain(frame.mutable_announce());
       frames.push_back(wire::Encode(frame, epoch_));
+      Counters::Add(counters_->announce_messages, 1);
+      Counters::Add(counters_->announce_bytes, frames.back().size());
+      Counters::Add(counters_->tensors_announced, drained.full);
+      Counters::Add(counters_->tensors_announced_cached, drained.cached);
     }
     for (std::string& bytes : outbox_) frames.push_back(std::move(bytes));
     outbox_.clear();
@@ -169,17 +207,27 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
       Die(FromWire(frame.refusal().error()));
       return;
     }
-    case wire::Frame::kSetReply: {
+    case wire::Frame::kSetReply:
+    case wire::Frame::kCoordinatorCounters: {
+      const uint64_t id = frame.has_set_reply() ? frame.set_reply().request_id()
+                                                : frame.coordinator_counters().request_id();
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = calls_.find(frame.set_reply().request_id());
+      auto it = calls_.find(id);
       if (it == calls_.end()) return;  // its caller gave up waiting
-      it->second.set_value(frame.set_reply());
+      it->second.set_value(std::move(frame));
       calls_.erase(it);
       return;
     }
-    case wire::Frame::kExecute:
+    case wire::Frame::kExecute: {
+      Status status;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        status = announced_.Apply(frame.mutable_execute());
+      }
+      if (!status.ok()) return Die(status);
       callbacks_.on_execute(*frame.mutable_execute());
       return;
+    }
     case wire::Frame::kFault:
       callbacks_.on_fault(frame.fault());
       return;
@@ -189,7 +237,7 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
 }
 
 void CoordinatorLink::Die(const Status& status) {
-  std::map<uint64_t, std::promise<wire::SetReply>> calls;
+  std::map<uint64_t, std::promise<wire::Frame>> calls;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return;
@@ -198,10 +246,10 @@ void CoordinatorLink::Die(const Status& status) {
   }
   // Callers waiting on a set change learn it now rather than at their deadline.
   for (auto& [id, promise] : calls) {
-    wire::SetReply reply;
-    reply.mutable_error()->set_code(static_cast<int32_t>(status.code()));
-    reply.mutable_error()->set_message(status.message());
-    promise.set_value(reply);
+    wire::Frame reply;
+    reply.mutable_set_reply()->mutable_error()->set_code(static_cast<int32_t>(status.code()));
+    reply.mutable_set_reply()->mutable_error()->set_message(status.message());
+    promise.set_value(std::move(reply));
   }
   callbacks_.on_dead(status);
 }
@@ -244,7 +292,16 @@ std::chrono::milliseconds CoordinatorLink::KeepAlive() {
 void CoordinatorLink::Run() {
   zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wakeup_, ZMQ_POLLIN, 0}};
   while (true) {
-    const auto wait = KeepAlive();
+    auto wait = KeepAlive();
+    // Announcements waiting for the batching window to close: wake when it does.
+    if (cycle_time_.count() > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!announced_.empty()) {
+        const auto left = first_queued_ + cycle_time_ - transport::Clock::now();
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(std::max(left, left.zero()));
+        if (wait.count() < 0 || ms < wait) wait = ms;
+      }
+    }
     try {
       zmq::poll(items, 2, wait);
     } catch (const zmq::error_t& e) {
@@ -254,17 +311,19 @@ void CoordinatorLink::Run() {
     if (items[1].revents & ZMQ_POLLIN) {
       uint64_t count;
       [[maybe_unused]] ssize_t n = read(wakeup_, &count, sizeof(count));
-      Flush();
-      bool stopping;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        stopping = stopping_;
-      }
-      if (stopping) {
-        // What was queued while the first flush was sending (an Abort, the Bye) goes too.
-        Flush();
-        return;
-      }
+    }
+    bool stopping, window_open;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping = stopping_;
+      window_open = cycle_time_.count() > 0 && !announced_.empty() &&
+                    transport::Clock::now() < first_queued_ + cycle_time_;
+    }
+    Flush(!window_open || stopping);
+    if (stopping) {
+      // What was queued while the first flush was sending (an Abort, the Bye) goes too.
+      Flush(true);
+      return;
     }
     zmq::message_t message;
     while (socket_.recv(message, zmq::recv_flags::dontwait)) {
@@ -273,6 +332,10 @@ void CoordinatorLink::Run() {
       if (!frame.ParseFromArray(message.data(), static_cast<int>(message.size())) ||
           frame.magic() != wire::kMagic)
         continue;  // not from a tutti coordinator; nothing sensible to do with it
+      if (frame.has_execute()) {
+        Counters::Add(counters_->execute_messages, 1);
+        Counters::Add(counters_->execute_bytes, message.size());
+      }
       Dispatch(frame);
     }
   }

@@ -1,7 +1,8 @@
 // The runtime's connection to tuttid. One I/O thread owns the ZeroMQ DEALER socket (ZeroMQ sockets
 // are not thread-safe); other threads hand it frames through a locked queue and wake it with an
 // eventfd that it polls beside the socket. Announcements queued between two wakeups leave as one
-// Announce frame. Replies are matched to waiting callers; Execute and Fault frames go to callbacks
+// Announce frame (after the batching window, if one is set), tensors the response cache holds as
+// bits. Replies are matched to waiting callers; Execute and Fault frames go to callbacks
 // that run on the I/O thread and must not block.
 //
 // Liveness: once welcomed, the I/O thread itself sends a Heartbeat every interval (so a wedged
@@ -22,6 +23,8 @@
 
 #include <zmq.hpp>
 
+#include "client/announce_cache.h"
+#include "client/counters.h"
 #include "common/status.h"
 #include "proto/protocol.h"
 #include "transport/transport.h"
@@ -38,7 +41,9 @@ class CoordinatorLink {
     std::function<void(const Status&)> on_dead;
   };
 
-  CoordinatorLink(std::string endpoint, Callbacks callbacks);
+  // `cycle_time`: how long announcements may wait for more to join them (0: none).
+  CoordinatorLink(std::string endpoint, Callbacks callbacks, Counters* counters,
+                  std::chrono::microseconds cycle_time);
   // Stops the I/O thread; says Bye first if registered.
   ~CoordinatorLink();
 
@@ -46,12 +51,17 @@ class CoordinatorLink {
   Status Register(const wire::Register& request, transport::Deadline deadline,
                   wire::Welcome* welcome);
 
-  // Sends a SetAdd or SetRemove and waits for its SetReply until `deadline`.
+  // Sends a SetAdd, SetRemove or Join and waits for its SetReply until `deadline`.
   Status Call(wire::Frame request, uint64_t request_id, transport::Deadline deadline,
               wire::SetReply* reply);
+  // Asks tuttid for the job's counters.
+  Status QueryCounters(transport::Deadline deadline, wire::CoordinatorCounters* counters);
 
   // Queues one tensor announcement for the next Announce frame.
   void Announce(int32_t set_id, wire::TensorSpec spec);
+  // A tensor was refused; or a set is gone: their cache state goes.
+  void ForgetTensor(int32_t set_id, const std::string& name);
+  void ForgetSet(int32_t set_id);
 
   uint64_t NextRequestId() { return next_request_id_++; }
 
@@ -61,7 +71,12 @@ class CoordinatorLink {
  private:
   void Run();
   void Wake();
-  void Flush();
+  // Sends the outbox, and the queued announcements if `announcements` (or if the outbox holds
+  // anything they must precede).
+  void Flush(bool announcements);
+  // Sends the reply-awaiting `request` and waits for the frame answering `request_id`.
+  Status Roundtrip(wire::Frame request, uint64_t request_id, transport::Deadline deadline,
+                   wire::Frame* reply);
   void Dispatch(wire::Frame& frame);
   void Die(const Status& status);
   // Heartbeat and lease bookkeeping; returns how long the next poll may sleep.
@@ -69,15 +84,18 @@ class CoordinatorLink {
 
   const std::string endpoint_;
   const Callbacks callbacks_;
+  Counters* const counters_;
+  const std::chrono::microseconds cycle_time_;
   zmq::context_t context_{1};
   zmq::socket_t socket_;  // I/O thread only, after construction
   int wakeup_ = -1;
 
   std::mutex mu_;  // guards everything below
   std::vector<std::string> outbox_;                           // encoded frames
-  std::map<int32_t, std::vector<wire::TensorSpec>> announced_;  // by set, in submission order
+  AnnounceCache announced_;
+  transport::Clock::time_point first_queued_;  // when the oldest queued announcement came
   std::optional<std::promise<wire::Frame>> registration_;
-  std::map<uint64_t, std::promise<wire::SetReply>> calls_;
+  std::map<uint64_t, std::promise<wire::Frame>> calls_;  // answered by SetReply or counters
   bool registered_ = false;
   bool stopping_ = false;
   Status dead_;  // set once the link is dead; later calls fail with it

@@ -1,16 +1,29 @@
 #include "client/lane.h"
 
+#include <cctype>
+
 #include "client/collectives.h"
 
 namespace tutti::client {
+namespace {
+
+std::string ToUpper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+}  // namespace
 
 Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
-           std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout)
+           std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
+           Counters* counters, Timeline* timeline)
     : set_id_(set_id),
       members_(std::move(members)),
       self_(self),
       context_(std::move(context)),
-      step_timeout_(step_timeout) {
+      step_timeout_(step_timeout),
+      counters_(counters),
+      timeline_(timeline) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -23,10 +36,10 @@ Lane::~Lane() {
   thread_.join();
 }
 
-void Lane::Push(std::shared_ptr<Request> request, std::vector<int64_t> member_rows) {
+void Lane::Push(std::vector<FusedPart> parts) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(Work{std::move(request), std::move(member_rows)});
+    queue_.push_back(std::move(parts));
   }
   work_cv_.notify_one();
 }
@@ -41,23 +54,54 @@ void Lane::Run() {
       work = std::move(queue_.front());
       queue_.pop_front();
     }
+    for (const auto& part : work) {
+      timeline_->End(set_id_, part.request->name(), "QUEUE");
+      timeline_->Begin(set_id_, part.request->name(), "EXECUTE");
+    }
     Status status = Execute(work);
     if (status.code() == Code::kPeerLost) {
       std::lock_guard<std::mutex> lock(mu_);
       if (broken_.ok()) broken_ = Status(status.code(), peer_lost_cause_);
     }
-    work.request->Complete(std::move(status));
+    Counters::Add(counters_->collectives, 1);
+    Counters::Add(counters_->tensors_executed, work.size());
+    if (work.size() > 1) Counters::Add(counters_->tensors_fused, work.size());
+    for (auto& part : work) {
+      timeline_->End(set_id_, part.request->name(), "EXECUTE");
+      part.request->Complete(status);
+    }
   }
 }
 
 Status Lane::Execute(Work& work) {
   const RingArgs ring{context_.get(), &members_, self_, step_timeout_, &scratch_};
-  Status status = RunCollective(ring, *work.request, work.member_rows);
+  const auto& spec = work.front().request->operation().spec;
+  Status status;
+  if (work.size() == 1) {
+    const auto start = Timeline::WallClock::now();
+    status = RunCollective(ring, *work.front().request, work.front().member_rows);
+    if (timeline_->on())
+      timeline_->Span(set_id_, ToUpper(wire::KindName(spec.kind())), start,
+                      {{"tensor", spec.name()}});
+  } else {
+    nlohmann::json names = nlohmann::json::array();
+    if (timeline_->on())
+      for (const auto& part : work) names.push_back(part.request->name());
+    const auto start = Timeline::WallClock::now();
+    status = RunFused(ring, work, &fusion_buffer_, [&](const char* phase, auto began) {
+      timeline_->Span(set_id_, phase, began);
+    });
+    if (timeline_->on())
+      timeline_->Span(set_id_, "FUSED " + ToUpper(wire::KindName(spec.kind())), start,
+                      {{"tensors", std::move(names)}});
+  }
   if (status.ok()) return status;
   if (status.code() == Code::kPeerLost) peer_lost_cause_ = status.message();
-  const auto& spec = work.request->operation().spec;
-  return Status(status.code(), status.message() + " (" + wire::KindName(spec.kind()) + " '" +
-                                   spec.name() + "' on process set " + std::to_string(set_id_) + ")");
+  const std::string what = work.size() == 1 ? "'" + spec.name() + "'"
+                                            : "fused with '" + spec.name() + "' and " +
+                                                  std::to_string(work.size() - 1) + " more";
+  return Status(status.code(), status.message() + " (" + wire::KindName(spec.kind()) + " " + what +
+                                   " on process set " + std::to_string(set_id_) + ")");
 }
 
 }  // namespace tutti::client

@@ -1,6 +1,7 @@
 // A lane executes one process set's ordered stream on a thread of its own, so that a set blocked
-// on its data plane never delays negotiation or any other set. The I/O thread pushes requests in
-// stream order; the lane runs them one after the other and completes them.
+// on its data plane never delays negotiation or any other set. The I/O thread pushes collectives
+// (one tensor, or several fused) in stream order; the lane runs them one after the other and
+// completes them. The lane owns its set's fusion buffer (CPU tensors; one lane per set).
 #pragma once
 
 #include <condition_variable>
@@ -10,22 +11,28 @@
 #include <thread>
 #include <vector>
 
+#include "client/counters.h"
+#include "client/fused_collectives.h"
 #include "client/request.h"
+#include "client/timeline.h"
 #include "transport/transport.h"
 
 namespace tutti::client {
 
 class Lane {
  public:
+  // `counters` and `timeline` outlive the lane.
   Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
-       std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout);
+       std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
+       Counters* counters, Timeline* timeline);
   // Runs what is still queued, then joins the thread. Every member released the same queue, so
   // draining it keeps the members in step when a set is removed; at finalize the device is shut
   // down first and each queued collective fails at once with kShutDown.
   ~Lane();
 
-  // `member_rows`: the coordinator's per-member rows for allgather and alltoall.
-  void Push(std::shared_ptr<Request> request, std::vector<int64_t> member_rows);
+  // One collective: a single tensor, or two or more fused. `member_rows` of each: the
+  // coordinator's per-member rows for allgather and alltoall.
+  void Push(std::vector<FusedPart> parts);
 
   const std::vector<int32_t>& members() const { return members_; }
 
@@ -40,10 +47,7 @@ class Lane {
   }
 
  private:
-  struct Work {
-    std::shared_ptr<Request> request;
-    std::vector<int64_t> member_rows;
-  };
+  using Work = std::vector<FusedPart>;
 
   void Run();
   Status Execute(Work& work);
@@ -53,7 +57,10 @@ class Lane {
   const int32_t self_;
   std::unique_ptr<transport::Context> context_;
   const std::chrono::milliseconds step_timeout_;
+  Counters* const counters_;
+  Timeline* const timeline_;
   std::vector<char> scratch_;
+  std::vector<char> fusion_buffer_;  // lane thread only; grows to the largest fused collective
   std::string peer_lost_cause_;  // lane thread only
 
   std::mutex mu_;

@@ -28,7 +28,13 @@ void Request::ChildDone(const Status& status) {
 void Request::Complete(Status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (done_) return;
+    if (done_ || completing_) return;
+    completing_ = true;
+  }
+  // Before anyone can see the request done (and submit its name again).
+  if (observer_) observer_(status);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
     status_ = status;
   }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <cstdint>
 #include <mutex>
@@ -58,6 +59,9 @@ class Request {
 
   // The first completion wins; later ones are ignored (a request fails once).
   void Complete(Status status);
+  // Called once with the final status, on the completing thread, before waiters wake. Set it
+  // before the request is shared.
+  void set_observer(std::function<void(const Status&)> observer) { observer_ = std::move(observer); }
 
   // kOk or the error once done; nullopt while pending.
   std::optional<Status> Test() const;
@@ -78,7 +82,9 @@ class Request {
   mutable std::mutex mu_;
   mutable std::condition_variable done_cv_;
   bool done_ = false;
+  bool completing_ = false;
   Status status_;
+  std::function<void(const Status&)> observer_;
 };
 
 }  // namespace tutti::client

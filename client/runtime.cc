@@ -42,7 +42,7 @@ Status CheckTensor(const char* which, const TensorArgs& t, size_t* count) {
 }  // namespace
 
 Runtime::Runtime(const RuntimeOptions& options)
-    : options_(options), sets_(options.rank), owner_(getpid()) {}
+    : options_(options), timeline_(options.rank), sets_(options.rank), owner_(getpid()) {}
 
 Status Runtime::Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* runtime) {
   std::unique_ptr<Runtime> created(new Runtime(options));
@@ -59,7 +59,8 @@ Status Runtime::Join() {
         CoordinatorLink::Callbacks{[this](wire::Execute& e) { OnExecute(e); },
                                    [this](const wire::Refusal& r) { OnTensorRefused(r); },
                                    [this](const wire::Fault& f) { OnFault(f); },
-                                   [this](const Status& s) { OnDead(s); }});
+                                   [this](const Status& s) { OnDead(s); }},
+        &counters_, options_.cycle_time);
   } catch (const zmq::error_t& e) {
     return Invalid("cannot use coordinator endpoint '" + options_.coordinator + "': " + e.what());
   }
@@ -72,6 +73,12 @@ Status Runtime::Join() {
   request.set_host(options_.host_id);
   request.set_data_endpoint(device_->endpoint());
   request.set_rendezvous_timeout_ms(options_.timeout_ms);
+  request.set_cache_capacity(options_.cache_capacity);
+  request.set_fusion_threshold(options_.fusion_threshold);
+  request.set_stall_warning_ms(options_.stall_warning_ms);
+  request.set_stall_shutdown_ms(options_.stall_shutdown_ms);
+  if (!options_.timeline.empty())
+    TUTTI_RETURN_IF_ERROR(timeline_.Start(RankTimelinePath(options_.timeline, options_.rank)));
   for (const auto& set : options_.static_sets)
     request.add_static_sets()->mutable_ranks()->Add(set.begin(), set.end());
   TUTTI_RETURN_IF_ERROR(link_->Register(
@@ -125,7 +132,7 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks) {
   for (const auto& peer : welcome_.peers()) endpoints.push_back(peer.data_endpoint());
   auto lane = std::make_unique<Lane>(set_id, ranks, options_.rank,
                                      device_->CreateContext(set_id, options_.rank, endpoints),
-                                     Ms(options_.timeout_ms));
+                                     Ms(options_.timeout_ms), &counters_, &timeline_);
   std::lock_guard<std::mutex> lock(mu_);
   lanes_[set_id] = std::move(lane);
 }
@@ -188,6 +195,7 @@ Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
     }
   }
   lane.reset();  // its stream ended: the coordinator released nothing after the removal
+  link_->ForgetSet(set_id);
   FailPending(set_id, Status(Code::kSetRemoved, "process set " + std::to_string(set_id) +
                                                     " was removed while the request was pending"));
   return Status::Ok();
@@ -261,6 +269,7 @@ Status Runtime::Validate(CollectiveArgs& args, const std::vector<int32_t>& membe
     op->spec.set_prescale(args.prescale);
     op->spec.set_postscale(args.postscale);
   }
+  op->spec.set_priority(args.priority);
   const bool p2p = args.kind == wire::POINT_TO_POINT_SEND || args.kind == wire::POINT_TO_POINT_RECV;
   if (p2p) {
     const char* role = args.kind == wire::POINT_TO_POINT_SEND ? "destination" : "source";
@@ -361,6 +370,7 @@ Status Runtime::Submit(CollectiveArgs args, std::shared_ptr<Request>* request) {
   op.spec.set_name(args.name);
   auto created = std::make_shared<Request>(op);
   created->result().data.set_allocator(options_.allocator);
+  Observe(args.set_id, *created);
   TUTTI_RETURN_IF_ERROR(Enqueue(args.set_id, members, {created}));
   *request = std::move(created);
   return Status::Ok();
@@ -380,7 +390,16 @@ Status Runtime::Enqueue(int32_t set_id, const std::vector<int32_t>& members,
                                                 std::to_string(set_id));
     for (const auto& request : requests) by_name.emplace(request->name(), request);
   }
-  for (const auto& request : requests) link_->Announce(set_id, request->operation().spec);
+  for (const auto& request : requests) {
+    if (timeline_.on()) {
+      const auto& spec = request->operation().spec;
+      timeline_.Begin(set_id, request->name(), request->name(),
+                      {{"kind", wire::KindName(spec.kind())}, {"shape", spec.shape()},
+                       {"priority", spec.priority()}});
+      timeline_.Begin(set_id, request->name(), "NEGOTIATE");
+    }
+    link_->Announce(set_id, request->operation().spec);
+  }
   return Status::Ok();
 }
 
@@ -410,6 +429,7 @@ Status Runtime::SubmitGroup(CollectiveArgs args, const std::vector<TensorArgs>& 
     ops[i].spec.set_group_index(static_cast<int32_t>(i));
     children.push_back(std::make_shared<Request>(ops[i]));
     children.back()->result().data.set_allocator(options_.allocator);
+    Observe(args.set_id, *children.back());
   }
   auto group = Request::Group(args.name, args.kind, children);
   TUTTI_RETURN_IF_ERROR(Enqueue(args.set_id, members, children));
@@ -440,23 +460,59 @@ void Runtime::FailPending(int32_t set_id, const Status& status) {
   for (auto& [name, request] : failed) request->Complete(status);
 }
 
+void Runtime::Observe(int32_t set_id, Request& request) {
+  request.set_observer([this, set_id, name = request.name()](const Status& status) {
+    if (timeline_.on())
+      timeline_.End(set_id, name, name,
+                    {{"status", status.ok() ? std::string("ok") : status.message()}});
+  });
+}
+
 void Runtime::OnExecute(wire::Execute& execute) {
+  const int32_t set_id = execute.set_id();
   for (auto& response : *execute.mutable_responses()) {
-    auto request = TakePending(execute.set_id(), response.spec().name());
     const bool failed = response.has_error() && response.error().code() != 0;
-    if (!request && !failed) request = JoinedShare(execute.set_id(), response.spec());
-    if (!request) continue;  // an error about a request this rank already settled
-    if (response.has_error() && response.error().code() != 0) {
-      request->Complete(Status(static_cast<Code>(response.error().code()), response.error().message()));
+    // The collective's tensors: the response's own, then those fused into it.
+    std::vector<std::pair<const std::string*, std::vector<int64_t>>> tensors;
+    tensors.emplace_back(&response.spec().name(),
+                         std::vector<int64_t>(response.member_rows().begin(), response.member_rows().end()));
+    for (const auto& part : response.fused())
+      tensors.emplace_back(&part.name(), std::vector<int64_t>(part.member_rows().begin(), part.member_rows().end()));
+    std::vector<FusedPart> parts;
+    bool missing = false;
+    for (auto& [name, rows] : tensors) {
+      auto request = TakePending(set_id, *name);
+      if (!request && !failed && response.partial()) request = JoinedShare(set_id, response.spec());
+      if (!request) {
+        missing = true;  // settled already (failed locally); an error about it needs no answer
+        continue;
+      }
+      if (timeline_.on()) {
+        timeline_.End(set_id, *name, "NEGOTIATE", {{"last_rank", response.last_rank()}});
+        timeline_.Begin(set_id, *name, "QUEUE");
+      }
+      parts.push_back(FusedPart{std::move(request), std::move(rows)});
+    }
+    if (parts.empty()) continue;
+    Status status;
+    if (failed) status = Status(static_cast<Code>(response.error().code()), response.error().message());
+    // A collective with a tensor this rank no longer has would leave the members' buffers laid out
+    // differently: only possible once the set is already failing, so fail it here too.
+    else if (missing)
+      status = Status(Code::kInternal, "process set " + std::to_string(set_id) +
+                                           ": a collective names a tensor this rank already settled");
+    if (!status.ok()) {
+      for (auto& part : parts) part.request->Complete(status);
       continue;
     }
     std::lock_guard<std::mutex> lock(mu_);
-    auto lane = lanes_.find(execute.set_id());
-    if (lane == lanes_.end())
-      request->Complete(Status(Code::kInternal, "no lane for process set " +
-                                                    std::to_string(execute.set_id())));
-    else
-      lane->second->Push(std::move(request), {response.member_rows().begin(), response.member_rows().end()});
+    auto lane = lanes_.find(set_id);
+    if (lane == lanes_.end()) {
+      for (auto& part : parts)
+        part.request->Complete(Status(Code::kInternal, "no lane for process set " + std::to_string(set_id)));
+      continue;
+    }
+    lane->second->Push(std::move(parts));
   }
 }
 
@@ -516,7 +572,16 @@ std::shared_ptr<Request> Runtime::JoinedShare(int32_t set_id, const wire::Tensor
   return Request::WithOwnBuffer(op, std::move(buffer));
 }
 
+Status Runtime::QueryCoordinatorCounters(wire::CoordinatorCounters* counters) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return dead_;
+  }
+  return link_->QueryCounters(transport::Clock::now() + Ms(options_.timeout_ms), counters);
+}
+
 void Runtime::OnTensorRefused(const wire::Refusal& refusal) {
+  link_->ForgetTensor(refusal.set_id(), refusal.tensor_name());
   auto request = TakePending(refusal.set_id(), refusal.tensor_name());
   if (request)
     request->Complete(Status(static_cast<Code>(refusal.error().code()), refusal.error().message()));

@@ -17,11 +17,13 @@
 #include <vector>
 
 #include "client/coordinator_link.h"
+#include "client/counters.h"
 #include "client/lane.h"
 #include "client/point_to_point.h"
 #include "client/request.h"
 #include "client/runtime_options.h"
 #include "client/set_registry.h"
+#include "client/timeline.h"
 
 namespace tutti::client {
 
@@ -46,6 +48,7 @@ struct CollectiveArgs {
   int32_t root = -1;                     // broadcast; send and recv: the peer
   int32_t tag = 0;                       // send and recv
   std::optional<std::vector<int64_t>> splits;  // alltoall; none: equal splits
+  int32_t priority = 0;                  // among tensors released together, higher first
 };
 
 class Runtime {
@@ -86,11 +89,20 @@ class Runtime {
   // with kAborted, and tells the peers through tuttid. Finalize still works afterwards.
   void Abort();
 
+  const Counters& counters() const { return counters_; }
+  // Asks tuttid what it did for this job.
+  Status QueryCoordinatorCounters(wire::CoordinatorCounters* counters);
+
+  Status StartTimeline(const std::string& path) { return timeline_.Start(path); }
+  void StopTimeline() { timeline_.Stop(); }
+
  private:
   explicit Runtime(const RuntimeOptions& options);
   Status Join();
   void OpenLane(int32_t set_id, const std::vector<int32_t>& ranks);
   void OnExecute(wire::Execute& execute);
+  // Records the request's completion on the timeline.
+  void Observe(int32_t set_id, Request& request);
   void OnTensorRefused(const wire::Refusal& refusal);
   void OnFault(const wire::Fault& fault);
   // While this rank is joined to `set_id`: a request for its share in a collective the others
@@ -110,6 +122,9 @@ class Runtime {
   void FailPending(int32_t set_id, const Status& status);
 
   const RuntimeOptions options_;
+  // Before the lanes and the link, which record into them: destroyed after both.
+  Counters counters_;
+  Timeline timeline_;
   std::unique_ptr<transport::Device> device_;
   wire::Welcome welcome_;
   SetRegistry sets_;

@@ -31,6 +31,25 @@ Status IntFromEnv(std::initializer_list<const char*> names, std::optional<int64_
   return Status::Ok();
 }
 
+Status DoubleFromEnv(const char* name, std::optional<double>* out) {
+  auto value = Env(name);
+  if (!value) return Status::Ok();
+  errno = 0;
+  char* end = nullptr;
+  const double parsed = std::strtod(value->c_str(), &end);
+  if (errno != 0 || *end != '\0' || parsed != parsed)
+    return Status(Code::kInvalidArgument, std::string(name) + "='" + *value + "' is not a number");
+  *out = parsed;
+  return Status::Ok();
+}
+
+// Seconds as asked for (an option or the environment) to what the coordinator is sent.
+int64_t StallMs(std::optional<double> seconds) {
+  if (!seconds) return 0;          // tuttid's default
+  if (*seconds <= 0) return -1;    // off
+  return static_cast<int64_t>(*seconds * 1000);
+}
+
 }  // namespace
 
 Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolved) {
@@ -70,6 +89,30 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   o.data_address = Env("TUTTI_DATA_ADDR").value_or(LocalAddressToward(o.coordinator));
   o.static_sets = requested.static_sets;
   o.allocator = requested.allocator;
+
+  std::optional<int64_t> threshold, capacity;
+  if (requested.fusion_threshold) threshold = *requested.fusion_threshold;
+  else TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_FUSION_THRESHOLD"}, &threshold));
+  o.fusion_threshold = threshold.value_or(kDefaultFusionThreshold);
+  if (o.fusion_threshold < 0)
+    return Status(Code::kInvalidArgument, "the fusion threshold (TUTTI_FUSION_THRESHOLD) must not be negative");
+  if (requested.cache_capacity) capacity = *requested.cache_capacity;
+  else TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_CACHE_CAPACITY"}, &capacity));
+  if (capacity && (*capacity < 0 || *capacity > (1 << 20)))
+    return Status(Code::kInvalidArgument, "the cache capacity (TUTTI_CACHE_CAPACITY) " +
+                                              std::to_string(*capacity) + " is outside [0, 1048576]");
+  o.cache_capacity = static_cast<int32_t>(capacity.value_or(kDefaultCacheCapacity));
+  std::optional<double> cycle = requested.cycle_time_ms;
+  if (!cycle) TUTTI_RETURN_IF_ERROR(DoubleFromEnv("TUTTI_CYCLE_TIME_MS", &cycle));
+  if (cycle && (*cycle < 0 || *cycle > 60000))
+    return Status(Code::kInvalidArgument, "the cycle time (TUTTI_CYCLE_TIME_MS) must be in [0, 60000] ms");
+  o.cycle_time = std::chrono::microseconds(static_cast<int64_t>(cycle.value_or(0) * 1000));
+  std::optional<double> warning = requested.stall_warning_s, shutdown = requested.stall_shutdown_s;
+  if (!warning) TUTTI_RETURN_IF_ERROR(DoubleFromEnv("TUTTI_STALL_WARNING_SECONDS", &warning));
+  if (!shutdown) TUTTI_RETURN_IF_ERROR(DoubleFromEnv("TUTTI_STALL_SHUTDOWN_SECONDS", &shutdown));
+  o.stall_warning_ms = StallMs(warning);
+  o.stall_shutdown_ms = StallMs(shutdown);
+  o.timeline = requested.timeline ? *requested.timeline : Env("TUTTI_TIMELINE").value_or("");
   *resolved = std::move(o);
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 // Everything a runtime needs to join a job, resolved from the caller's options and the environment.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,7 +21,15 @@ struct RequestedOptions {
   std::vector<std::vector<int32_t>> static_sets;
   int64_t timeout_ms = 0;  // 0: TUTTI_TIMEOUT_MS or kDefaultTimeoutMs
   Allocator allocator;
+  std::optional<int64_t> fusion_threshold;   // bytes
+  std::optional<double> cycle_time_ms;
+  std::optional<int32_t> cache_capacity;
+  std::optional<double> stall_warning_s, stall_shutdown_s;  // <= 0: off
+  std::optional<std::string> timeline;
 };
+
+constexpr int64_t kDefaultFusionThreshold = 64 << 20;
+constexpr int32_t kDefaultCacheCapacity = 1024;
 
 struct RuntimeOptions {
   std::string coordinator;
@@ -33,6 +42,12 @@ struct RuntimeOptions {
   std::vector<std::vector<int32_t>> static_sets;
   int64_t timeout_ms = kDefaultTimeoutMs;
   Allocator allocator;  // for results handed to the application
+  int64_t fusion_threshold = kDefaultFusionThreshold;  // 0: no fusion
+  std::chrono::microseconds cycle_time{0};             // announcement batching window
+  int32_t cache_capacity = kDefaultCacheCapacity;      // 0: no response cache
+  // For the coordinator's stall inspector: 0 = tuttid's default, < 0 = off.
+  int64_t stall_warning_ms = 0, stall_shutdown_ms = 0;
+  std::string timeline;  // this rank's timeline file, from the start; empty: none
 };
 
 // Resolves `requested` against the environment (TUTTI_*, then OpenMPI, Slurm and torchrun

@@ -10,6 +10,8 @@ packages=(
   libgtest-dev                      # tests
   libcli11-dev                      # command-line flags
   libspdlog-dev libfmt-dev          # logging
+  nlohmann-json3-dev                # timeline files
+  python3                           # timeline merge tool and its tests
 )
 
 missing=()

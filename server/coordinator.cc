@@ -28,7 +28,7 @@ uint64_t RandomEpoch() {
 struct Coordinator::Impl {
   explicit Impl(const CoordinatorOptions& options)
       : core(options.rendezvous_timeout_ms, RandomEpoch(),
-             Job::Liveness{options.heartbeat_interval_ms, options.lease_ms},
+             Job::Policy{options.heartbeat_interval_ms, options.lease_ms, options.stall_warning_ms, options.stall_shutdown_ms},
              static_cast<size_t>(options.max_jobs)),
         socket(context, zmq::socket_type::router) {
     socket.set(zmq::sockopt::router_mandatory, 1);

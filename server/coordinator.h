@@ -20,6 +20,10 @@ struct CoordinatorOptions {
   int64_t lease_ms = 5000;
   // Jobs served at once; registrations of further jobs are refused, bounding memory.
   int64_t max_jobs = 1024;
+  // Stall inspector defaults for jobs whose ranks do not set their own (0: off): warn about
+  // tensors some members submitted and others did not after this long, fail them after that.
+  int64_t stall_warning_ms = 60000;
+  int64_t stall_shutdown_ms = 0;
 };
 
 class Coordinator {

@@ -25,10 +25,10 @@ uint64_t RandomKey() {
 }  // namespace
 
 CoordinatorCore::CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch,
-                                 Job::Liveness liveness, size_t max_jobs)
+                                 Job::Policy policy, size_t max_jobs)
     : default_rendezvous_timeout_ms_(default_rendezvous_timeout_ms),
       epoch_(epoch),
-      liveness_(liveness),
+      policy_(policy),
       max_jobs_(max_jobs) {}
 
 void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, size_t size,
@@ -72,7 +72,14 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
   switch (frame.body_case()) {
     case wire::Frame::kSetAdd: job.SetAdd(rank, frame.set_add(), now, out); break;
     case wire::Frame::kSetRemove: job.SetRemove(rank, frame.set_remove(), now, out); break;
-    case wire::Frame::kAnnounce: job.Announce(rank, frame.announce(), out); break;
+    case wire::Frame::kAnnounce: job.Announce(rank, frame.announce(), size, now, out); break;
+    case wire::Frame::kCountersQuery: {
+      Outgoing reply{peer, {}};
+      *reply.frame.mutable_coordinator_counters() = job.counters();
+      reply.frame.mutable_coordinator_counters()->set_request_id(frame.counters_query().request_id());
+      out->push_back(std::move(reply));
+      break;
+    }
     case wire::Frame::kHeartbeat: {
       Outgoing echo{peer, {}};
       echo.frame.mutable_heartbeat();
@@ -113,7 +120,7 @@ void CoordinatorCore::HandleRegister(const std::string& peer, const wire::Regist
                                                             : default_rendezvous_timeout_ms_;
     auto job = std::make_unique<Job>(msg.job(), msg.token(), msg.size(),
                                      now + std::chrono::milliseconds(timeout), timeout, RandomKey(),
-                                     epoch_, liveness_);
+                                     epoch_, policy_);
     it = jobs_.emplace(msg.job(), std::move(job)).first;
     spdlog::info("job '{}': created by rank {}, waiting for {} ranks", msg.job(), msg.rank(),
                  msg.size());

@@ -15,7 +15,7 @@ namespace tutti::server {
 
 class CoordinatorCore {
  public:
-  CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch, Job::Liveness liveness,
+  CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch, Job::Policy policy,
                   size_t max_jobs);
   uint64_t epoch() const { return epoch_; }
 
@@ -42,7 +42,7 @@ class CoordinatorCore {
 
   int64_t default_rendezvous_timeout_ms_;
   uint64_t epoch_;
-  Job::Liveness liveness_;
+  Job::Policy policy_;
   size_t max_jobs_;
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   std::map<std::string, Member> members_;  // by routing id

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "server/fusion.h"
+
 namespace tutti::server {
 namespace {
 
@@ -27,7 +29,7 @@ void FillError(wire::Error* error, const Status& status) {
 }  // namespace
 
 Job::Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
-         int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch, Liveness liveness)
+         int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch, Policy policy)
     : id_(std::move(id)),
       token_(std::move(token)),
       size_(size),
@@ -39,7 +41,7 @@ Job::Job(std::string id, std::string token, int32_t size, Clock::time_point rend
       peer_of_rank_(size),
       state_(size, RankState::kAlive),
       last_seen_(size),
-      liveness_(liveness),
+      policy_(policy),
       sets_(size) {}
 
 std::vector<std::string> Job::peers() const {
@@ -81,14 +83,30 @@ void Job::Welcome(Outbox* out) {
   Status status = sets_.DefineStatic(lists, &ids);
   if (!status.ok()) return RefuseAll(status.code(), status.message(), out);
 
+  // Fusion and cache sizes: the smallest any rank asked for, so that a rank that disabled them
+  // is obeyed. Stall thresholds: rank 0's, else tuttid's.
+  fusion_threshold_ = registrations_[0]->fusion_threshold();
+  int64_t capacity = registrations_[0]->cache_capacity();
+  for (int32_t r = 1; r < size_; ++r) {
+    fusion_threshold_ = std::min(fusion_threshold_, registrations_[r]->fusion_threshold());
+    capacity = std::min<int64_t>(capacity, registrations_[r]->cache_capacity());
+  }
+  cache_capacity_ = static_cast<uint32_t>(std::max<int64_t>(capacity, 0));
+  auto threshold = [](int64_t asked, int64_t fallback) {
+    const int64_t ms = asked == 0 ? fallback : asked < 0 ? 0 : asked;
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(ms));
+  };
+  stall_warning_ = threshold(registrations_[0]->stall_warning_ms(), policy_.stall_warning_ms);
+  stall_shutdown_ = threshold(registrations_[0]->stall_shutdown_ms(), policy_.stall_shutdown_ms);
+
   const std::vector<int32_t>* world = nullptr;
   (void)sets_.Members(0, &world);
-  negotiators_.emplace(0, Negotiator(0, *world));
+  negotiators_.emplace(0, Negotiator(0, *world, cache_capacity_));
   wire::Welcome base;
   for (size_t i = 0; i < ids.size(); ++i) {
     const std::vector<int32_t>* ranks = nullptr;
     (void)sets_.Members(ids[i], &ranks);
-    negotiators_.emplace(ids[i], Negotiator(ids[i], *ranks));
+    negotiators_.emplace(ids[i], Negotiator(ids[i], *ranks, cache_capacity_));
     auto* set = base.add_static_sets();
     set->set_id(ids[i]);
     set->mutable_ranks()->Add(ranks->begin(), ranks->end());
@@ -101,8 +119,9 @@ void Job::Welcome(Outbox* out) {
   }
   base.set_job_key(key_);
   base.set_coordinator_epoch(epoch_);
-  base.set_heartbeat_interval_ms(liveness_.heartbeat_interval_ms);
-  base.set_lease_ms(liveness_.lease_ms);
+  base.set_heartbeat_interval_ms(policy_.heartbeat_interval_ms);
+  base.set_lease_ms(policy_.lease_ms);
+  base.set_cache_capacity(static_cast<int32_t>(cache_capacity_));
 
   // local_rank: position among the ranks of the same host; cross_rank: position among the ranks
   // with the same local_rank (Horovod's definitions).
@@ -169,7 +188,7 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
   for (int32_t id : events.activated) {
     const std::vector<int32_t>* ranks = nullptr;
     (void)sets_.Members(id, &ranks);
-    negotiators_.emplace(id, Negotiator(id, *ranks));
+    negotiators_.emplace(id, Negotiator(id, *ranks, cache_capacity_));
     spdlog::info("job '{}': process set {} = {} added", id_, id, FormatRanks(*ranks));
   }
   // Tensors pending on a removed set fail before the members hear that the removal completed, so
@@ -195,22 +214,42 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
   }
 }
 
-void Job::Announce(int32_t rank, const wire::Announce& msg, Outbox* out) {
+void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock::time_point now,
+                   Outbox* out) {
+  counters_.set_announce_messages(counters_.announce_messages() + 1);
   for (const auto& set : msg.sets()) {
     auto it = negotiators_.find(set.set_id());
     std::vector<wire::Response> ready;
+    auto refuse_all = [&](const Status& status) {
+      for (const auto& spec : set.tensors()) Refuse(rank, status, set.set_id(), spec.name(), out);
+    };
+    if (it == negotiators_.end()) {
+      const std::vector<int32_t>* unused = nullptr;
+      refuse_all(sets_.Members(set.set_id(), &unused));
+      continue;
+    }
+    Negotiator& negotiator = it->second;
+    counters_.set_tensors_announced(counters_.tensors_announced() + set.tensors_size());
     for (const auto& spec : set.tensors()) {
-      Status status;
-      if (it == negotiators_.end()) {
-        const std::vector<int32_t>* unused = nullptr;
-        status = sets_.Members(set.set_id(), &unused);
-      } else {
-        status = it->second.Announce(rank, spec, &ready);
-      }
+      Status status = negotiator.Announce(rank, spec, &ready, now);
       if (!status.ok()) Refuse(rank, status, set.set_id(), spec.name(), out);
     }
-    if (!ready.empty()) SendExecute(set.set_id(), it->second, std::move(ready), out);
+    // Cache bits: bit i of byte j names slot cached_base + 8j + i.
+    const std::string& bits = set.cached();
+    for (size_t byte = 0; byte < bits.size(); ++byte)
+      for (int bit = 0; bit < 8; ++bit) {
+        if (!(static_cast<unsigned char>(bits[byte]) & (1u << bit))) continue;
+        const uint32_t slot = set.cached_base() + static_cast<uint32_t>(8 * byte + bit);
+        counters_.set_tensors_announced_cached(counters_.tensors_announced_cached() + 1);
+        Status status = negotiator.AnnounceCached(rank, slot, &ready, now);
+        if (!status.ok())
+          Refuse(rank, status, set.set_id(), fmt::format("#cache-slot-{}", slot), out);
+      }
+    // After the bits: a bit sent before the rank applied an eviction still meant the old tensor.
+    negotiator.AcknowledgeEvictions(rank, set.evictions_seen());
+    if (!ready.empty()) SendExecute(set.set_id(), negotiator, std::move(ready), out);
   }
+  counters_.set_announce_bytes(counters_.announce_bytes() + bytes);
 }
 
 void Job::ReplyJoin(const JoinWaiter& waiter, int32_t set_id, const Status& status, int32_t last,
@@ -253,10 +292,34 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
   wire::Frame frame;
   auto* execute = frame.mutable_execute();
   execute->set_set_id(set_id);
+  ResponseCache& cache = negotiator.cache();
+  // A tensor whose slot every member already knows travels as the slot alone; a slot assigned
+  // now travels with the spec, and later responses may refer to it.
+  auto compact = [&cache](uint32_t slot_plus_one, auto clear) {
+    if (slot_plus_one == 0) return;
+    const uint32_t slot = slot_plus_one - 1;
+    if (cache.Published(slot)) clear();
+    else cache.MarkPublished(slot);
+  };
+  for (auto& response : PlanCollectives(std::move(responses), fusion_threshold_)) {
+    const uint64_t tensors = 1 + static_cast<uint64_t>(response.fused_size());
+    counters_.set_collectives_released(counters_.collectives_released() + 1);
+    counters_.set_tensors_released(counters_.tensors_released() + tensors);
+    if (tensors > 1) counters_.set_tensors_fused(counters_.tensors_fused() + tensors);
+    compact(response.cache_slot(), [&] { response.clear_spec(); });
+    for (auto& part : *response.mutable_fused())
+      compact(part.cache_slot(), [&] { part.clear_name(); });
+    *execute->add_responses() = std::move(response);
+  }
+  for (uint32_t slot : cache.TakeEvicted()) execute->add_cache_evicted(slot);
+  counters_.set_cache_evictions(cache.evictions());
+  if (execute->responses_size() == 0 && execute->cache_evicted_size() == 0) return;
   execute->set_seq(negotiator.TakeSeq());
-  for (auto& r : responses) *execute->add_responses() = std::move(r);
   for (int32_t member : negotiator.members())
-    if (alive(member)) out->push_back({peer_of_rank_[member], frame});
+    if (alive(member)) {
+      out->push_back({peer_of_rank_[member], frame});
+      counters_.set_execute_messages(counters_.execute_messages() + 1);
+    }
 }
 
 void Job::Touch(int32_t rank, Clock::time_point now) { last_seen_[rank] = now; }
@@ -328,6 +391,7 @@ void Job::Tick(Clock::time_point now, Outbox* out) {
   sets_.Expire(now, &events);
   Apply(events, out);
   if (!welcomed_) return;
+  InspectStalls(now, out);
   for (auto& [set_id, waiters] : joins_) {
     auto negotiator = negotiators_.find(set_id);
     std::vector<JoinWaiter> kept;
@@ -351,10 +415,10 @@ void Job::Tick(Clock::time_point now, Outbox* out) {
     }
     waiters.swap(kept);
   }
-  const auto lease = std::chrono::milliseconds(liveness_.lease_ms);
+  const auto lease = std::chrono::milliseconds(policy_.lease_ms);
   for (int32_t r = 0; r < size_; ++r) {
     if (!alive(r) || now - last_seen_[r] < lease) continue;
-    const std::string why = fmt::format("no heartbeat for {} ms", liveness_.lease_ms);
+    const std::string why = fmt::format("no heartbeat for {} ms", policy_.lease_ms);
     spdlog::warn("job '{}': rank {} lost: {}", id_, r, why);
     Remove(r, Status(Code::kPeerLost, fmt::format("peer lost: rank {}: {}", r, why)),
            /*fault=*/true, out);
@@ -366,13 +430,38 @@ void Job::Tick(Clock::time_point now, Outbox* out) {
   }
 }
 
+void Job::InspectStalls(Clock::time_point now, Outbox* out) {
+  for (auto& [set_id, negotiator] : negotiators_) {
+    std::vector<Negotiator::Stall> warned, stalled;
+    std::vector<wire::Response> failed;
+    negotiator.Inspect(now, stall_warning_, stall_shutdown_, &warned, &stalled, &failed);
+    for (const auto& stall : warned)
+      spdlog::warn("job '{}': stall on process set {}: ranks {} have not submitted '{}' after {} s "
+                   "(submitted by ranks {})",
+                   id_, set_id, FormatRanks(stall.missing), stall.name,
+                   std::chrono::duration_cast<std::chrono::seconds>(stall.waited).count(),
+                   FormatRanks(stall.submitted));
+    for (const auto& stall : stalled)
+      spdlog::error("job '{}': failing '{}' on process set {} with a stall: ranks {} never "
+                    "submitted it",
+                    id_, stall.name, set_id, FormatRanks(stall.missing));
+    counters_.set_stall_warnings(counters_.stall_warnings() + warned.size());
+    counters_.set_stalls_failed(counters_.stalls_failed() + stalled.size());
+    if (!failed.empty()) SendExecute(set_id, negotiator, std::move(failed), out);
+  }
+}
+
 std::optional<Clock::time_point> Job::NextDeadline() const {
   if (!welcomed_) return rendezvous_deadline_;
   std::optional<Clock::time_point> next = sets_.NextDeadline();
+  for (const auto& [set_id, negotiator] : negotiators_) {
+    auto at = negotiator.NextInspection(stall_warning_, stall_shutdown_);
+    if (at && (!next || *at < *next)) next = at;
+  }
   for (const auto& [set_id, waiters] : joins_)
     for (const JoinWaiter& w : waiters)
       if (!next || w.deadline < *next) next = w.deadline;
-  const auto lease = std::chrono::milliseconds(liveness_.lease_ms);
+  const auto lease = std::chrono::milliseconds(policy_.lease_ms);
   for (int32_t r = 0; r < size_; ++r)
     if (alive(r) && (!next || last_seen_[r] + lease < *next)) next = last_seen_[r] + lease;
   return next;

@@ -22,13 +22,16 @@ using Outbox = std::vector<Outgoing>;
 
 class Job {
  public:
-  struct Liveness {
+  // tuttid's settings for every job; a job's ranks may override the stall thresholds.
+  struct Policy {
     int64_t heartbeat_interval_ms;
     int64_t lease_ms;
+    int64_t stall_warning_ms = 60000;  // 0: off
+    int64_t stall_shutdown_ms = 0;     // 0: off
   };
 
   Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
-      int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch, Liveness liveness);
+      int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch, Policy policy);
 
   const std::string& id() const { return id_; }
   const std::string& token() const { return token_; }
@@ -44,7 +47,10 @@ class Job {
   Status Register(const std::string& peer, const wire::Register& msg, Outbox* out);
   void SetAdd(int32_t rank, const wire::SetAdd& msg, Clock::time_point now, Outbox* out);
   void SetRemove(int32_t rank, const wire::SetRemove& msg, Clock::time_point now, Outbox* out);
-  void Announce(int32_t rank, const wire::Announce& msg, Outbox* out);
+  // `bytes`: the encoded size of the frame, for the counters.
+  void Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock::time_point now,
+                Outbox* out);
+  const wire::CoordinatorCounters& counters() const { return counters_; }
   void Join(int32_t rank, const wire::Join& msg, Clock::time_point now, Outbox* out);
   // Orderly leave (Bye): collectives still waiting for this rank fail on the others.
   void Leave(int32_t rank, Outbox* out);
@@ -55,7 +61,7 @@ class Job {
   // Routing ids of ranks declared lost since the last call, with what to tell them if they speak.
   std::vector<std::pair<std::string, Status>> TakeEvicted();
 
-  // Rendezvous deadline, set-change deadlines, leases.
+  // Rendezvous deadline, set-change deadlines, leases, stall inspection.
   void Tick(Clock::time_point now, Outbox* out);
   std::optional<Clock::time_point> NextDeadline() const;
 
@@ -85,7 +91,13 @@ class Job {
   enum class RankState { kAlive, kLost, kLeft };
   std::vector<RankState> state_;
   std::vector<Clock::time_point> last_seen_;
-  Liveness liveness_;
+  Policy policy_;
+  // Decided at the rendezvous from the ranks' registrations.
+  int64_t fusion_threshold_ = 0;
+  uint32_t cache_capacity_ = 0;
+  Clock::duration stall_warning_{}, stall_shutdown_{};
+  wire::CoordinatorCounters counters_;
+  void InspectStalls(Clock::time_point now, Outbox* out);
   std::vector<std::pair<std::string, Status>> evicted_;
   int32_t registered_ = 0;
   int32_t gone_ = 0;  // lost or left

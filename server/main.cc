@@ -20,6 +20,7 @@ void OnSignal(int) {
 int main(int argc, char** argv) {
   tutti::server::CoordinatorOptions options;
   std::string log_level = "info";
+  double stall_warning_s = 60, stall_shutdown_s = 0;
   CLI::App app{"tuttid: the tutti coordinator service"};
   app.add_option("--bind", options.bind, "ZeroMQ endpoint to listen on ('*' as port: OS-chosen)")
       ->capture_default_str()
@@ -39,6 +40,17 @@ int main(int argc, char** argv) {
   app.add_option("--max-jobs", options.max_jobs, "jobs served at once; more are refused")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--stall-warning-seconds", stall_warning_s,
+                 "warn about tensors some ranks of a set submitted and others did not after this "
+                 "long (0: never); a job's ranks may set their own (TUTTI_STALL_WARNING_SECONDS)")
+      ->capture_default_str()
+      ->envname("TUTTI_STALL_WARNING_SECONDS")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--stall-shutdown-seconds", stall_shutdown_s,
+                 "fail such tensors on every member after this long (0: never)")
+      ->capture_default_str()
+      ->envname("TUTTI_STALL_SHUTDOWN_SECONDS")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
@@ -46,6 +58,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tuttid 0.1.0 (protocol " +
                                         std::to_string(tutti::wire::kProtocolVersion) + ")");
   CLI11_PARSE(app, argc, argv);
+  options.stall_warning_ms = static_cast<int64_t>(stall_warning_s * 1000);
+  options.stall_shutdown_ms = static_cast<int64_t>(stall_shutdown_s * 1000);
 
   // Logs go to stderr; stdout carries only the endpoint line that scripts and tests read.
   spdlog::set_default_logger(spdlog::stderr_color_mt("tuttid"));

@@ -24,6 +24,10 @@ Status ValidateRegister(const wire::Register& r) {
       return Invalid(fmt::format("register: a static process set lists {} ranks, at most {}",
                                  set.ranks_size(), kMaxWorldSize));
   if (r.rendezvous_timeout_ms() < 0) return Invalid("register: negative rendezvous timeout");
+  if (r.cache_capacity() < 0 || r.cache_capacity() > kMaxCacheCapacity)
+    return Invalid(fmt::format("register: cache capacity {} outside [0, {}]", r.cache_capacity(),
+                               kMaxCacheCapacity));
+  if (r.fusion_threshold() < 0) return Invalid("register: negative fusion threshold");
   return Status::Ok();
 }
 
@@ -41,6 +45,10 @@ Status ValidateAnnounce(const wire::Announce& a) {
     if (total > kMaxTensorsPerAnnounce)
       return Invalid(fmt::format("announce: more than {} tensors", kMaxTensorsPerAnnounce));
     for (const auto& spec : set.tensors()) TUTTI_RETURN_IF_ERROR(ValidateTensorSpec(spec));
+    if (set.cached().size() > static_cast<size_t>(kMaxCacheCapacity) / 8 + 1 ||
+        set.cached_base() > static_cast<uint32_t>(kMaxCacheCapacity))
+      return Invalid(fmt::format("announce: cache bits beyond the largest capacity, {}",
+                                 kMaxCacheCapacity));
   }
   return Status::Ok();
 }
@@ -108,6 +116,7 @@ Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
       return Status::Ok();
     case wire::Frame::kBye:
     case wire::Frame::kHeartbeat:
+    case wire::Frame::kCountersQuery:
     case wire::Frame::kAbort:
       return Status::Ok();
     case wire::Frame::BODY_NOT_SET: return Invalid("frame has no body");

@@ -18,6 +18,7 @@ constexpr int kMaxDims = 16;
 constexpr int32_t kMaxWorldSize = 1 << 20;
 constexpr int kMaxStaticSets = 4096;
 constexpr int kMaxTensorsPerAnnounce = 65536;
+constexpr int32_t kMaxCacheCapacity = 1 << 20;
 
 // Parses `size` bytes into `frame` and validates it. Errors: kVersionMismatch for another protocol
 // version, kInvalidArgument (with the reason) for anything else.

@@ -66,8 +66,16 @@ std::string DescribeSpec(const wire::TensorSpec& spec) {
   return text;
 }
 
-Negotiator::Negotiator(int32_t set_id, std::vector<int32_t> members)
-    : set_id_(set_id), members_(std::move(members)), joined_(members_.size(), false) {}
+Negotiator::Negotiator(int32_t set_id, std::vector<int32_t> members, uint32_t cache_capacity)
+    : set_id_(set_id),
+      members_(std::move(members)),
+      joined_(members_.size(), false),
+      cache_(members_.size(), cache_capacity) {}
+
+size_t Negotiator::IndexOf(int32_t rank) const {
+  return static_cast<size_t>(std::lower_bound(members_.begin(), members_.end(), rank) -
+                             members_.begin());
+}
 
 bool Negotiator::Complete(const Pending& pending) const {
   for (size_t i = 0; i < members_.size(); ++i)
@@ -86,7 +94,7 @@ bool Negotiator::Join(int32_t rank, std::vector<wire::Response>* ready, int32_t*
   std::vector<std::string> names(pending_order_.begin(), pending_order_.end());
   for (const auto& name : names) {
     auto entry = pending_.find(name);
-    if (entry != pending_.end()) ReleaseIfComplete(entry, ready);
+    if (entry != pending_.end()) ReleaseIfComplete(entry, rank, ready);
   }
   if (joined_count_ < members_.size()) return false;
   *last_joined = rank;
@@ -114,14 +122,34 @@ void Negotiator::Break(const Status& status, std::vector<wire::Response>* out) {
   broken_ = status;
 }
 
+Status Negotiator::AnnounceCached(int32_t rank, uint32_t slot, std::vector<wire::Response>* ready,
+                                  Clock::time_point now) {
+  if (!broken_.ok()) return broken_;
+  if (!contains(rank))
+    return Status(Code::kNotAMember,
+                  fmt::format("rank {} is not a member of process set {}", rank, set_id_));
+  const wire::TensorSpec* spec = cache_.Expand(IndexOf(rank), slot);
+  if (spec == nullptr)
+    return Status(Code::kInvalidArgument,
+                  fmt::format("rank {} announced response-cache slot {} of process set {}, which "
+                              "holds no tensor of it",
+                              rank, slot, set_id_));
+  return Announce(rank, wire::TensorSpec(*spec), ready, now);
+}
+
+void Negotiator::AcknowledgeEvictions(int32_t rank, uint64_t seen) {
+  if (contains(rank)) cache_.Acknowledge(IndexOf(rank), seen);
+}
+
 Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
-                            std::vector<wire::Response>* ready) {
+                            std::vector<wire::Response>* ready, Clock::time_point now) {
   if (!broken_.ok()) return broken_;
   auto it = std::lower_bound(members_.begin(), members_.end(), rank);
   if (it == members_.end() || *it != rank)
     return Status(Code::kNotAMember,
                   fmt::format("rank {} is not a member of process set {}", rank, set_id_));
   const size_t index = static_cast<size_t>(it - members_.begin());
+  cache_.Observe(index, spec);
 
   if (pending_.size() >= kMaxPending && !pending_.count(spec.name()))
     return Status(Code::kInvalidArgument,
@@ -132,25 +160,40 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
   if (fresh) {
     pending.by_member.resize(members_.size());
     pending.order = pending_order_.insert(pending_order_.end(), spec.name());
+    pending.first_announced = now;
   }
   if (pending.by_member[index])
     return Status(Code::kDuplicateName,
                   fmt::format("rank {} announced '{}' twice on process set {}", rank, spec.name(),
                               set_id_));
   pending.by_member[index] = spec;
-  ReleaseIfComplete(entry, ready);
+  ReleaseIfComplete(entry, rank, ready);
   return Status::Ok();
 }
 
 void Negotiator::ReleaseIfComplete(std::unordered_map<std::string, Pending>::iterator entry,
-                                   std::vector<wire::Response>* ready) {
+                                   int32_t last_rank, std::vector<wire::Response>* ready) {
   if (!Complete(entry->second)) return;
   const auto& members = entry->second.by_member;
-  const wire::TensorSpec spec =
-      **std::find_if(members.begin(), members.end(), [](const auto& s) { return s.has_value(); });
-  wire::Response response = Resolve(spec.name(), entry->second);
+  wire::Response response = Resolve(entry->first, entry->second);
+  response.set_last_rank(last_rank);
+  const bool everyone = std::all_of(members.begin(), members.end(),
+                                    [](const auto& s) { return s.has_value(); });
+  if (!everyone) {
+    response.set_partial(true);
+  } else if (!response.has_error() || response.error().code() == 0) {
+    std::vector<const wire::TensorSpec*> specs;
+    for (const auto& s : members) specs.push_back(&*s);
+    const uint32_t slot = cache_.Assign(specs);
+    if (slot != ResponseCache::kNone) response.set_cache_slot(slot + 1);
+  }
   pending_order_.erase(entry->second.order);
   pending_.erase(entry);
+  Release(std::move(response), ready);
+}
+
+void Negotiator::Release(wire::Response response, std::vector<wire::Response>* ready) {
+  const wire::TensorSpec spec = response.spec();
   if (spec.group().empty()) {
     ready->push_back(std::move(response));
     return;
@@ -240,6 +283,87 @@ wire::Response Negotiator::Resolve(const std::string& name, const Pending& pendi
       break;
   }
   return response;
+}
+
+void Negotiator::Inspect(Clock::time_point now, Clock::duration warn_after,
+                         Clock::duration fail_after, std::vector<Stall>* warned,
+                         std::vector<Stall>* stalled, std::vector<wire::Response>* failed) {
+  std::vector<std::string> expired;
+  const bool warns = warn_after.count() > 0, fails = fail_after.count() > 0;
+  if (!warns && !fails) return;
+  const auto youngest = !warns ? fail_after : !fails ? warn_after : std::min(warn_after, fail_after);
+  // pending_order_ is oldest first: stop at the first tensor too young for either check.
+  for (const std::string& name : pending_order_) {
+    Pending& pending = pending_.at(name);
+    const auto waited = now - pending.first_announced;
+    if (waited < youngest) break;
+    const bool warn = warns && !pending.warned && waited >= warn_after;
+    const bool fail = fails && waited >= fail_after;
+    if (!warn && !fail) continue;
+    Stall stall{name, {}, {}, waited};
+    for (size_t i = 0; i < members_.size(); ++i)
+      (pending.by_member[i] || joined_[i] ? stall.submitted : stall.missing).push_back(members_[i]);
+    if (warn) {
+      pending.warned = true;
+      warned->push_back(stall);
+    }
+    if (fail) {
+      expired.push_back(name);
+      stalled->push_back(std::move(stall));
+    }
+  }
+  for (size_t k = 0; k < expired.size(); ++k) {
+    const Stall& stall = (*stalled)[stalled->size() - expired.size() + k];
+    auto entry = pending_.find(expired[k]);
+    wire::Response response;
+    // Grouped tensors fail as a whole: say which group, so the held siblings fail alike.
+    for (const auto& spec : entry->second.by_member)
+      if (spec) {
+        *response.mutable_spec() = *spec;
+        break;
+      }
+    response.mutable_spec()->set_name(expired[k]);
+    SetError(&response, Code::kStalled,
+             fmt::format("stalled: '{}' on process set {} waited {} s for ranks {}, which never "
+                         "submitted it",
+                         expired[k], set_id_,
+                         std::chrono::duration_cast<std::chrono::seconds>(stall.waited).count(),
+                         FormatRanks(stall.missing)));
+    pending_order_.erase(entry->second.order);
+    pending_.erase(entry);
+    const std::string group = response.spec().group();
+    if (group.empty()) {
+      failed->push_back(std::move(response));
+      continue;
+    }
+    // The group can never be whole now: fail its held siblings alike, and forget its others.
+    const wire::Error error = response.error();
+    failed->push_back(std::move(response));
+    auto held = groups_.find(group);
+    if (held != groups_.end()) {
+      for (auto& r : held->second) {
+        *r.mutable_error() = error;
+        failed->push_back(std::move(r));
+      }
+      groups_.erase(held);
+    }
+  }
+}
+
+std::optional<Clock::time_point> Negotiator::NextInspection(Clock::duration warn_after,
+                                                            Clock::duration fail_after) const {
+  if (pending_order_.empty()) return std::nullopt;
+  std::optional<Clock::time_point> next;
+  if (fail_after.count() > 0) next = pending_.at(pending_order_.front()).first_announced + fail_after;
+  if (warn_after.count() > 0)
+    for (const std::string& name : pending_order_) {
+      const Pending& pending = pending_.at(name);
+      if (pending.warned) continue;
+      const auto at = pending.first_announced + warn_after;
+      if (!next || at < *next) next = at;
+      break;
+    }
+  return next;
 }
 
 void Negotiator::FailPending(const Status& status, std::vector<wire::Response>* out) {

@@ -12,6 +12,8 @@
 
 #include "common/status.h"
 #include "proto/protocol.h"
+#include "server/process_set_table.h"
+#include "server/response_cache.h"
 
 namespace tutti::server {
 
@@ -21,13 +23,36 @@ class Negotiator {
   // rank announcing without end cannot grow tuttid's memory without bound.
   static constexpr size_t kMaxPending = 1 << 20;
 
-  Negotiator(int32_t set_id, std::vector<int32_t> members);
+  Negotiator(int32_t set_id, std::vector<int32_t> members, uint32_t cache_capacity = 0);
 
   const std::vector<int32_t>& members() const { return members_; }
+  ResponseCache& cache() { return cache_; }
 
   // Records `rank`'s announcement of `spec`. If that completes the tensor, appends its response to
   // `ready`. Errors concern only the announcing rank (not a member, announced twice).
-  Status Announce(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready);
+  Status Announce(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready,
+                  Clock::time_point now = Clock::now());
+  // The same for a tensor announced as response-cache `slot`.
+  Status AnnounceCached(int32_t rank, uint32_t slot, std::vector<wire::Response>* ready,
+                        Clock::time_point now = Clock::now());
+  // `rank` applied its first `seen` cache evictions.
+  void AcknowledgeEvictions(int32_t rank, uint64_t seen);
+
+  // Stall inspection: tensors some members announced and others did not.
+  struct Stall {
+    std::string name;
+    std::vector<int32_t> missing, submitted;
+    Clock::duration waited;
+  };
+  // Reports (once each) tensors waiting longer than `warn_after` in `warned`, and fails with
+  // kStalled those waiting longer than `fail_after` into `failed`. A zero duration disables
+  // either check.
+  void Inspect(Clock::time_point now, Clock::duration warn_after, Clock::duration fail_after,
+               std::vector<Stall>* warned, std::vector<Stall>* stalled,
+               std::vector<wire::Response>* failed);
+  // When Inspect has something to do next, if anything is pending.
+  std::optional<Clock::time_point> NextInspection(Clock::duration warn_after,
+                                                  Clock::duration fail_after) const;
 
   // Fails every tensor still waiting for members with `status`.
   void FailPending(const Status& status, std::vector<wire::Response>* out);
@@ -52,12 +77,17 @@ class Negotiator {
   struct Pending {
     std::vector<std::optional<wire::TensorSpec>> by_member;  // indexed like members_
     std::list<std::string>::iterator order;  // its place in pending_order_
+    Clock::time_point first_announced;
+    bool warned = false;
   };
 
+  size_t IndexOf(int32_t rank) const;
   wire::Response Resolve(const std::string& name, const Pending& pending) const;
-  // Releases the tensor if every member that has not joined announced it.
+  // Releases the tensor if every member that has not joined announced it; `last_rank` completed it.
   void ReleaseIfComplete(std::unordered_map<std::string, Pending>::iterator entry,
-                         std::vector<wire::Response>* ready);
+                         int32_t last_rank, std::vector<wire::Response>* ready);
+  // Appends a released response, holding grouped ones back until their group is whole.
+  void Release(wire::Response response, std::vector<wire::Response>* ready);
   bool Complete(const Pending& pending) const;
 
   int32_t set_id_;
@@ -69,6 +99,7 @@ class Negotiator {
   Status broken_;
   std::vector<bool> joined_;  // indexed like members_
   size_t joined_count_ = 0;
+  ResponseCache cache_;
 };
 
 // "allreduce float32[4, 2] op=sum" plus any non-default scale factors and device.

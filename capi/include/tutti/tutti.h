@@ -125,10 +125,32 @@ typedef struct tutti_init_options {
   void* (*allocate)(size_t bytes, void* user);
   void (*deallocate)(void* pointer, size_t bytes, void* user);
   void* allocator_user;
+  /* Fusion (docs/fusion.md): tensors released together that may share one collective are
+   * copied into one buffer of at most this many bytes. -1: TUTTI_FUSION_THRESHOLD or 64 MiB;
+   * 0: never fuse. */
+  int64_t fusion_threshold_bytes;
+  /* How long the I/O thread may gather submissions before announcing them. < 0:
+   * TUTTI_CYCLE_TIME_MS or 0 (announce whatever is queued whenever it wakes, so that a lone
+   * tensor never waits for a timer). */
+  double cycle_time_ms;
+  /* Response cache slots per process set: tensors negotiated before are announced as one bit.
+   * -1: TUTTI_CACHE_CAPACITY or 1024; 0: no cache. The job uses the smallest value of its ranks. */
+  int32_t cache_capacity;
+  /* Stall inspector, in seconds (tuttid's defaults when 0; the job uses rank 0's values): warn
+   * about tensors some members submitted and others did not after `stall_warning_seconds`
+   * (TUTTI_STALL_WARNING_SECONDS, default 60); fail them on every member with
+   * TUTTI_ERR_STALLED after `stall_shutdown_seconds` (TUTTI_STALL_SHUTDOWN_SECONDS, default off).
+   * Negative: off. */
+  double stall_warning_seconds;
+  double stall_shutdown_seconds;
+  /* Timeline (docs/timeline.md): where this rank writes a Chrome-trace JSON from the start;
+   * NULL: TUTTI_TIMELINE or none. "file.json" becomes "file.rank<R>.json". */
+  const char* timeline_path;
 } tutti_init_options_t;
 
-#define TUTTI_INIT_OPTIONS_INIT \
-  {sizeof(tutti_init_options_t), TUTTI_VERSION, NULL, NULL, NULL, -1, -1, 0, NULL, NULL, 0, NULL, NULL, NULL}
+#define TUTTI_INIT_OPTIONS_INIT                                                                 \
+  {sizeof(tutti_init_options_t), TUTTI_VERSION, NULL, NULL, NULL, -1, -1, 0, NULL, NULL, 0, NULL, \
+   NULL, NULL, -1, -1.0, -1, 0.0, 0.0, NULL}
 
 /* Joins the job: returns once every rank of the world has registered (or with an error naming the
  * missing ranks after the timeout). `options` may be NULL: everything then comes from the
@@ -192,9 +214,13 @@ typedef struct tutti_allreduce_options {
   int32_t reduce_op;        /* TUTTI_OP_* */
   double prescale_factor;   /* applied to the input before reduction (floating types only) */
   double postscale_factor;  /* applied to the result (floating types only) */
+  /* Among tensors of a set released together, higher priorities run first (then submission
+   * order). Every member sees the same order; the coordinator uses the lowest-ranked member's
+   * value. */
+  int32_t priority;
 } tutti_allreduce_options_t;
 
-#define TUTTI_ALLREDUCE_OPTIONS_INIT {sizeof(tutti_allreduce_options_t), TUTTI_OP_SUM, 1.0, 1.0}
+#define TUTTI_ALLREDUCE_OPTIONS_INIT {sizeof(tutti_allreduce_options_t), TUTTI_OP_SUM, 1.0, 1.0, 0}
 
 /* Starts an allreduce of `input` into `output` (same dtype and element count; they may alias) on
  * a process set the caller belongs to. `name` identifies the tensor across ranks and must be
@@ -300,6 +326,53 @@ TUTTI_API tutti_status_t tutti_request_received_splits(tutti_request_t request, 
 /* Releases the handle. A pending request keeps running and still writes its output: buffers must
  * stay valid until it completes or the runtime is finalized. */
 TUTTI_API tutti_status_t tutti_request_free(tutti_request_t request);
+
+/* ---- observability ------------------------------------------------------------------------- */
+/* What this rank's runtime did since tutti_init. Monotonic counters; compare two readings. */
+typedef struct tutti_counters {
+  size_t struct_size;
+  uint64_t announce_messages;        /* Announce frames sent to tuttid */
+  uint64_t announce_bytes;           /* their encoded size */
+  uint64_t tensors_announced;        /* tensors announced with their full description */
+  uint64_t tensors_announced_cached; /* tensors announced as one bit of the response cache */
+  uint64_t execute_messages;         /* Execute frames received from tuttid */
+  uint64_t execute_bytes;            /* their encoded size */
+  uint64_t collectives;              /* collectives run on the data plane (a fused one counts once) */
+  uint64_t tensors_executed;         /* tensors those collectives completed */
+  uint64_t tensors_fused;            /* of which in a collective of two tensors or more */
+} tutti_counters_t;
+
+#define TUTTI_COUNTERS_INIT {sizeof(tutti_counters_t), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+TUTTI_API tutti_status_t tutti_get_counters(tutti_runtime_t runtime, tutti_counters_t* counters);
+
+/* What tuttid did for this rank's job since the job started (asks tuttid: a round trip). */
+typedef struct tutti_coordinator_counters {
+  size_t struct_size;
+  uint64_t announce_messages;        /* Announce frames received from the job's ranks */
+  uint64_t announce_bytes;
+  uint64_t tensors_announced;        /* in full */
+  uint64_t tensors_announced_cached; /* as cache bits */
+  uint64_t execute_messages;         /* Execute frames sent (one per member) */
+  uint64_t collectives_released;     /* responses released (a fused one counts once) */
+  uint64_t tensors_released;
+  uint64_t tensors_fused;            /* released inside a fused response of two tensors or more */
+  uint64_t cache_evictions;          /* cache slots dropped (capacity or a changed tensor) */
+  uint64_t stall_warnings;           /* tensors reported as stalled */
+  uint64_t stalls_failed;            /* tensors failed with TUTTI_ERR_STALLED */
+} tutti_coordinator_counters_t;
+
+#define TUTTI_COORDINATOR_COUNTERS_INIT \
+  {sizeof(tutti_coordinator_counters_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+TUTTI_API tutti_status_t tutti_get_coordinator_counters(tutti_runtime_t runtime,
+                                                        tutti_coordinator_counters_t* counters);
+
+/* Starts writing this rank's timeline (Chrome trace JSON, one file per rank; see
+ * docs/timeline.md) to `path`, replacing a timeline already being written. */
+TUTTI_API tutti_status_t tutti_timeline_start(tutti_runtime_t runtime, const char* path);
+/* Finishes the file; a no-op when no timeline is being written. */
+TUTTI_API tutti_status_t tutti_timeline_stop(tutti_runtime_t runtime);
 
 #ifdef __cplusplus
 }

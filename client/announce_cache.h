@@ -1,0 +1,68 @@
+// The rank's half of the response cache (docs/response-cache.md): which cache slot the
+// coordinator gave each tensor of each set, and the queue of announcements for the next Announce
+// frame, where a tensor submitted again with an unchanged spec becomes one bit.
+//
+// Not thread-safe: the coordinator link guards it with its mutex, so that looking a tensor up
+// and queueing its bit happen atomically with respect to evictions (an eviction applied between
+// the two could otherwise let a bit name a slot that was reassigned).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/protocol.h"
+
+namespace tutti::client {
+
+class AnnounceCache {
+ public:
+  // Queues `spec` for the next Announce: as a bit when the set's cache holds this very spec
+  // under its name, else in full.
+  void Add(int32_t set_id, wire::TensorSpec spec);
+  bool empty() const { return queued_ == 0; }
+
+  struct Drained {
+    size_t full = 0, cached = 0;
+  };
+  // Moves everything queued into `announce`.
+  Drained Drain(wire::Announce* announce);
+
+  // Applies an Execute of `set_id` from the coordinator: records slots assigned to tensors,
+  // names the tensors that responses refer to by slot (filling spec.name / FusedTensor.name),
+  // then drops evicted slots. An error means the coordinator referred to a slot this rank never
+  // heard of: a protocol violation.
+  Status Apply(wire::Execute* execute);
+
+  // The set's tensor `name` was refused or failed before any response: forget its spec.
+  void Forget(int32_t set_id, const std::string& name);
+  // The set is gone.
+  void DropSet(int32_t set_id);
+
+ private:
+  struct Entry {
+    std::string name;
+    std::optional<std::string> spec;  // what this rank announced, serialized; none if it joined
+  };
+  struct SetState {
+    std::vector<std::optional<Entry>> slots;
+    std::unordered_map<std::string, uint32_t> by_name;
+    // Full specs announced and not yet answered, serialized: become a slot's spec on assignment.
+    std::unordered_map<std::string, std::string> awaiting;
+    uint64_t evictions_seen = 0;
+    std::vector<wire::TensorSpec> full;  // queued
+    std::vector<uint32_t> bits;          // queued slots
+  };
+
+  // Resolves one tensor of a response; `name` is filled in for a reference.
+  Status Settle(SetState& set, int32_t set_id, std::string* name, uint32_t cache_slot, bool full);
+
+  std::map<int32_t, SetState> sets_;
+  size_t queued_ = 0;
+};
+
+}  // namespace tutti::client

@@ -1,0 +1,95 @@
+#include "server/fusion.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "common/dtype.h"
+
+namespace tutti::server {
+namespace {
+
+bool Fusible(const wire::Response& r) {
+  if ((r.has_error() && r.error().code() != 0) || r.partial()) return false;
+  const auto kind = r.spec().kind();
+  return kind == wire::COLLECTIVE_ALLREDUCE || kind == wire::COLLECTIVE_ALLGATHER ||
+         kind == wire::COLLECTIVE_REDUCESCATTER;
+}
+
+// Tensors that may share one collective have equal keys.
+using Key = std::tuple<int, int32_t, int32_t, double, double, int32_t, int32_t>;
+Key KeyOf(const wire::TensorSpec& s) {
+  return {s.kind(), s.dtype(), s.reduce_op(), s.prescale(), s.postscale(), s.device_type(),
+          s.device_index()};
+}
+
+// How many non-fitting candidates one fused response may look past: bounds the planning cost of
+// a huge batch while still letting mixed-size models fill their buffers.
+constexpr size_t kMaxLookahead = 4096;
+
+}  // namespace
+
+int64_t FusionBytes(const wire::TensorSpec& spec,
+                    const google::protobuf::RepeatedField<int64_t>& member_rows) {
+  int64_t bytes = static_cast<int64_t>(ElementSize(static_cast<DType>(spec.dtype())));
+  if (spec.kind() == wire::COLLECTIVE_ALLGATHER) {
+    for (int d = 1; d < spec.shape_size(); ++d) bytes *= spec.shape(d);
+    return bytes * std::accumulate(member_rows.begin(), member_rows.end(), int64_t{0});
+  }
+  for (int64_t d : spec.shape()) bytes *= d;
+  return bytes;
+}
+
+std::vector<wire::Response> PlanCollectives(std::vector<wire::Response> released,
+                                            int64_t threshold) {
+  // Higher priority first; equal priorities keep release order (and groups their index order).
+  std::stable_sort(released.begin(), released.end(),
+                   [](const wire::Response& a, const wire::Response& b) {
+                     return a.spec().priority() > b.spec().priority();
+                   });
+  if (threshold <= 0 || released.size() < 2) return released;
+
+  const size_t n = released.size();
+  std::vector<int64_t> bytes(n, 0);
+  std::map<Key, std::vector<size_t>> by_key;  // fusible responses, in order
+  for (size_t i = 0; i < n; ++i) {
+    if (!Fusible(released[i])) continue;
+    bytes[i] = FusionBytes(released[i].spec(), released[i].member_rows());
+    if (bytes[i] < threshold) by_key[KeyOf(released[i].spec())].push_back(i);
+  }
+  std::vector<bool> taken(n, false);
+  std::map<Key, size_t> cursor;  // per key: where the untaken candidates start
+  std::vector<wire::Response> planned;
+  for (size_t i = 0; i < n; ++i) {
+    if (taken[i]) continue;
+    taken[i] = true;
+    wire::Response head = std::move(released[i]);
+    if (Fusible(head) && bytes[i] < threshold) {
+      const Key key = KeyOf(head.spec());
+      const std::vector<size_t>& candidates = by_key[key];
+      size_t& from = cursor[key];
+      while (from < candidates.size() && taken[candidates[from]]) ++from;
+      int64_t total = bytes[i];
+      size_t skipped = 0;
+      for (size_t k = from; k < candidates.size(); ++k) {
+        const size_t j = candidates[k];
+        if (taken[j]) continue;
+        if (total + bytes[j] > threshold) {
+          if (++skipped > kMaxLookahead) break;
+          continue;  // look past it: a smaller tensor further on may still fit
+        }
+        total += bytes[j];
+        taken[j] = true;
+        auto* part = head.add_fused();
+        part->set_name(released[j].spec().name());
+        part->mutable_member_rows()->Swap(released[j].mutable_member_rows());
+        part->set_cache_slot(released[j].cache_slot());
+      }
+    }
+    planned.push_back(std::move(head));
+  }
+  return planned;
+}
+
+}  // namespace tutti::server
