@@ -327,7 +327,7 @@ void Negotiator::Inspect(Clock::time_point now, Clock::duration warn_after,
              fmt::format("stalled: '{}' on process set {} waited {} s for ranks {}, which never "
                          "submitted it",
                          expired[k], set_id_,
-                         std::chrono::duration_cast<std::chrono::seconds>(stall.waited).count(),
+                         std::chrono::duration<double>(fail_after).count(),
                          FormatRanks(stall.missing)));
     pending_order_.erase(entry->second.order);
     pending_.erase(entry);

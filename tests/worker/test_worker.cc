@@ -6,7 +6,8 @@
 // with each scenario. Exit status 0 means the scenario's own checks passed.
 #include <tutti/tutti.h>
 
-#include "client/half.h"  // header-only reference rounding for float16/bfloat16
+#include "worker/fusion_scenarios.h"
+#include "worker/worker_common.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,214 +29,7 @@
 
 namespace {
 
-tutti_runtime_t rt = nullptr;
-int32_t my_rank = -1, world_size = 0;
-
-void Say(const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  std::vprintf(format, args);
-  va_end(args);
-  std::printf("\n");
-  std::fflush(stdout);
-}
-
-[[noreturn]] void Die(const char* what, tutti_status_t status) {
-  Say("fail %s: %d %s", what, status, tutti_last_error());
-  std::exit(1);
-}
-
-void Check(const char* what, tutti_status_t status) {
-  if (status != TUTTI_OK) Die(what, status);
-}
-
-void AwaitGo() {
-  std::string line;
-  if (!std::getline(std::cin, line) || line != "go") {
-    Say("fail: expected 'go' on stdin");
-    std::exit(1);
-  }
-}
-
-std::vector<int32_t> ParseRanks(const char* text) {
-  std::vector<int32_t> ranks;
-  for (const char* p = text; *p;) {
-    ranks.push_back(static_cast<int32_t>(std::strtol(p, const_cast<char**>(&p), 10)));
-    if (*p == ',') ++p;
-  }
-  return ranks;
-}
-
-// A counting allocator (TEST_ALLOCATOR=1): results must come from it and go back to it.
-std::atomic<int> allocations{0}, deallocations{0};
-void* CountingAllocate(size_t bytes, void* user) {
-  ++allocations;
-  if (user != &allocations) std::abort();
-  return std::malloc(bytes);
-}
-void CountingDeallocate(void* pointer, size_t, void* user) {
-  ++deallocations;
-  if (user != &allocations) std::abort();
-  std::free(pointer);
-}
-
-// Static sets from TEST_STATIC_SETS="0,1;2,3".
-void Init() {
-  tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
-  if (std::getenv("TEST_ALLOCATOR")) {
-    options.allocate = CountingAllocate;
-    options.deallocate = CountingDeallocate;
-    options.allocator_user = &allocations;
-  }
-  std::vector<int32_t> sizes, flat;
-  if (const char* spec = std::getenv("TEST_STATIC_SETS")) {
-    std::string text(spec);
-    size_t start = 0;
-    while (start <= text.size()) {
-      size_t end = text.find(';', start);
-      if (end == std::string::npos) end = text.size();
-      auto ranks = ParseRanks(text.substr(start, end - start).c_str());
-      sizes.push_back(static_cast<int32_t>(ranks.size()));
-      flat.insert(flat.end(), ranks.begin(), ranks.end());
-      start = end + 1;
-    }
-    options.num_static_sets = static_cast<int32_t>(sizes.size());
-    options.static_set_sizes = sizes.data();
-    options.static_set_ranks = flat.data();
-  }
-  Check("init", tutti_init(&options, &rt));
-  Check("rank", tutti_rank(rt, &my_rank));
-  Check("size", tutti_size(rt, &world_size));
-}
-
-struct Tensor {
-  std::vector<char> bytes;
-  std::vector<int64_t> shape;
-  tutti_tensor_t desc = TUTTI_TENSOR_INIT;
-
-  Tensor(int32_t dtype, int64_t count, size_t element) : bytes(count * element), shape{count} {
-    desc.data = bytes.data();
-    desc.dtype = dtype;
-    desc.ndim = 1;
-    desc.shape = shape.data();
-  }
-  template <typename T>
-  T* as() { return reinterpret_cast<T*>(bytes.data()); }
-};
-
-// Submits and waits; on failure prints "status <name> <code> <message>" and returns the status
-// with the message kept in `last_failure` (freeing the request clears tutti_last_error()).
-std::string last_failure;
-tutti_status_t Allreduce(const char* name, int32_t set, Tensor& t, int32_t op = TUTTI_OP_SUM,
-                         double prescale = 1.0, double postscale = 1.0) {
-  tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
-  options.reduce_op = op;
-  options.prescale_factor = prescale;
-  options.postscale_factor = postscale;
-  tutti_request_t request = nullptr;
-  tutti_status_t status = tutti_allreduce(rt, name, set, &t.desc, &t.desc, &options, &request);
-  if (status == TUTTI_OK) {
-    status = tutti_request_wait(request, -1);
-    last_failure = tutti_last_error();
-    tutti_request_free(request);
-  } else {
-    last_failure = tutti_last_error();
-  }
-  if (status != TUTTI_OK) Say("status %s %d %s", name, status, last_failure.c_str());
-  return status;
-}
-
-// One float32 allreduce of (rank + i) values on `set`, checked against the members' sum.
-void SumOnSet(const char* name, int32_t set, int64_t count = 1000) {
-  Tensor t(TUTTI_DTYPE_FLOAT32, count, 4);
-  for (int64_t i = 0; i < count; ++i) t.as<float>()[i] = static_cast<float>(my_rank + i);
-  Check(name, Allreduce(name, set, t));
-  int32_t members[1024], n = 0;
-  Check("ranks", tutti_process_set_ranks(rt, set, members, 1024, &n));
-  int64_t rank_sum = 0;
-  for (int32_t i = 0; i < n; ++i) rank_sum += members[i];
-  for (int64_t i = 0; i < count; ++i)
-    if (t.as<float>()[i] != static_cast<float>(rank_sum + n * i)) {
-      Say("fail %s: element %lld is %f, expected %lld", name, static_cast<long long>(i),
-          t.as<float>()[i], static_cast<long long>(rank_sum + n * i));
-      std::exit(1);
-    }
-}
-
-// ---- value helpers for the dtype matrix ----------------------------------------------------------
-// Round to nearest even, as the library does (client/half.h is tested on all bit patterns).
-uint16_t ToHalf(float f) { return tutti::FloatToHalf(f); }
-float FromHalf(uint16_t h) { return tutti::HalfToFloat(h); }
-uint16_t ToBf16(float f) { return tutti::FloatToBFloat16(f); }
-float FromBf16(uint16_t b) { return tutti::BFloat16ToFloat(b); }
-
-// The value rank r contributes at index i: small integers (exact in every dtype), some negative.
-double Contribution(int32_t r, int64_t i, int32_t op) {
-  if (op == TUTTI_OP_PRODUCT) return 1 + (r + i) % 3;       // products stay small
-  return static_cast<double>((r * 7 + i * 3) % 11) - 5;     // in [-5, 5]
-}
-
-double Expected(int64_t i, int32_t op, int32_t dtype) {
-  double acc = Contribution(0, i, op);
-  for (int32_t r = 1; r < world_size; ++r) {
-    double v = Contribution(r, i, op);
-    switch (op) {
-      case TUTTI_OP_SUM: case TUTTI_OP_AVERAGE: acc += v; break;
-      case TUTTI_OP_MIN: acc = std::min(acc, v); break;
-      case TUTTI_OP_MAX: acc = std::max(acc, v); break;
-      case TUTTI_OP_PRODUCT: acc *= v; break;
-    }
-  }
-  if (op == TUTTI_OP_AVERAGE) {
-    acc /= world_size;
-    if (dtype >= TUTTI_DTYPE_INT8) acc = std::trunc(acc);
-  }
-  if (dtype == TUTTI_DTYPE_UINT8) acc = static_cast<double>(static_cast<uint8_t>(static_cast<int64_t>(acc)));
-  return acc;
-}
-
-struct DTypeInfo {
-  int32_t dtype;
-  size_t size;
-  const char* name;
-  std::function<void(void*, int64_t, double)> store;
-  std::function<double(const void*, int64_t)> load;
-};
-
-template <typename T>
-DTypeInfo Plain(int32_t dtype, const char* name) {
-  return {dtype, sizeof(T), name,
-          [](void* p, int64_t i, double v) { static_cast<T*>(p)[i] = static_cast<T>(static_cast<int64_t>(v)); },
-          [](const void* p, int64_t i) { return static_cast<double>(static_cast<const T*>(p)[i]); }};
-}
-
-const std::vector<DTypeInfo>& AllDTypes() {
-  static const std::vector<DTypeInfo> all = {
-      {TUTTI_DTYPE_FLOAT16, 2, "float16",
-       [](void* p, int64_t i, double v) { static_cast<uint16_t*>(p)[i] = ToHalf(static_cast<float>(v)); },
-       [](const void* p, int64_t i) { return static_cast<double>(FromHalf(static_cast<const uint16_t*>(p)[i])); }},
-      {TUTTI_DTYPE_BFLOAT16, 2, "bfloat16",
-       [](void* p, int64_t i, double v) { static_cast<uint16_t*>(p)[i] = ToBf16(static_cast<float>(v)); },
-       [](const void* p, int64_t i) { return static_cast<double>(FromBf16(static_cast<const uint16_t*>(p)[i])); }},
-      {TUTTI_DTYPE_FLOAT32, 4, "float32",
-       [](void* p, int64_t i, double v) { static_cast<float*>(p)[i] = static_cast<float>(v); },
-       [](const void* p, int64_t i) { return static_cast<double>(static_cast<const float*>(p)[i]); }},
-      {TUTTI_DTYPE_FLOAT64, 8, "float64",
-       [](void* p, int64_t i, double v) { static_cast<double*>(p)[i] = v; },
-       [](const void* p, int64_t i) { return static_cast<const double*>(p)[i]; }},
-      Plain<int8_t>(TUTTI_DTYPE_INT8, "int8"),
-      Plain<uint8_t>(TUTTI_DTYPE_UINT8, "uint8"),
-      Plain<int32_t>(TUTTI_DTYPE_INT32, "int32"),
-      Plain<int64_t>(TUTTI_DTYPE_INT64, "int64"),
-  };
-  return all;
-}
-
-uint64_t Fnv1a(const void* data, size_t size) {
-  uint64_t hash = 1469598103934665603ull;
-  for (size_t i = 0; i < size; ++i) hash = (hash ^ static_cast<const uint8_t*>(data)[i]) * 1099511628211ull;
-  return hash;
-}
+using namespace worker;
 
 // ---- scenarios ---------------------------------------------------------------------------------
 
@@ -1324,6 +1118,12 @@ int main(int argc, char** argv) {
   else if (scenario == "join_timeout") result = JoinTimeout();
   else if (scenario == "p2p_errors") result = PointToPointErrors();
   else if (scenario == "interleave") result = Interleave();
+  else if (scenario == "fusion_mix") result = FusionMix();
+  else if (scenario == "training_steps")
+    result = TrainingSteps(argc > 2 ? std::atoi(argv[2]) : 3, argc > 3 ? std::atoi(argv[3]) : 200);
+  else if (scenario == "cache_invalidation") result = CacheInvalidation();
+  else if (scenario == "priorities") result = Priorities();
+  else if (scenario == "stall") result = Stall();
   else if (scenario == "collectives")
     result = CollectivesOn(argc > 2 ? argv[2] : "", argc > 3 && std::string(argv[3]) == "large");
   else Say("fail: unknown scenario %s", scenario.c_str());
