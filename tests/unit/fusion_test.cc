@@ -1,0 +1,124 @@
+// The coordinator's execution plan: priority order, then which released tensors share a collective.
+#include "server/fusion.h"
+
+#include <gtest/gtest.h>
+
+#include "tutti/tutti.h"
+
+namespace tutti::server {
+namespace {
+
+wire::Response Released(const std::string& name, int64_t elements,
+                        int32_t dtype = TUTTI_DTYPE_FLOAT32,
+                        wire::CollectiveKind kind = wire::COLLECTIVE_ALLREDUCE,
+                        int32_t op = TUTTI_OP_SUM) {
+  wire::Response r;
+  r.mutable_spec()->set_name(name);
+  r.mutable_spec()->set_kind(kind);
+  r.mutable_spec()->set_dtype(dtype);
+  r.mutable_spec()->set_reduce_op(op);
+  r.mutable_spec()->set_prescale(1.0);
+  r.mutable_spec()->set_postscale(1.0);
+  r.mutable_spec()->add_shape(elements);
+  return r;
+}
+
+// Each planned collective as "head+fused+...".
+std::vector<std::string> Names(const std::vector<wire::Response>& plan) {
+  std::vector<std::string> out;
+  for (const auto& r : plan) {
+    std::string text = r.spec().name();
+    for (const auto& part : r.fused()) text += "+" + part.name();
+    out.push_back(text);
+  }
+  return out;
+}
+
+TEST(Fusion, MixedDtypesFuseByKindLookingPastWhatDoesNotMatch) {
+  std::vector<wire::Response> batch = {
+      Released("f1", 10), Released("d1", 10, TUTTI_DTYPE_FLOAT64), Released("f2", 10),
+      Released("d2", 10, TUTTI_DTYPE_FLOAT64), Released("i1", 10, TUTTI_DTYPE_INT32)};
+  EXPECT_EQ(Names(PlanCollectives(batch, 1 << 20)),
+            (std::vector<std::string>{"f1+f2", "d1+d2", "i1"}));
+}
+
+TEST(Fusion, OpsAndScaleFactorsMustMatch) {
+  std::vector<wire::Response> batch = {Released("sum", 4), Released("max", 4, TUTTI_DTYPE_FLOAT32,
+                                                                    wire::COLLECTIVE_ALLREDUCE, TUTTI_OP_MAX),
+                                       Released("scaled", 4), Released("sum2", 4)};
+  batch[2].mutable_spec()->set_postscale(0.5);
+  EXPECT_EQ(Names(PlanCollectives(batch, 1 << 20)),
+            (std::vector<std::string>{"sum+sum2", "max", "scaled"}));
+}
+
+TEST(Fusion, ThresholdLooksAheadForTensorsThatStillFit) {
+  // 400-byte threshold: a (160 B) + b (200 B) fit; c (80 B) no longer does; d (40 B) does.
+  std::vector<wire::Response> batch = {Released("a", 40), Released("b", 50), Released("c", 20),
+                                       Released("d", 10), Released("big", 100)};
+  EXPECT_EQ(Names(PlanCollectives(batch, 400)), (std::vector<std::string>{"a+b+d", "c", "big"}));
+}
+
+TEST(Fusion, TensorsAtOrAboveTheThresholdRunAlone) {
+  std::vector<wire::Response> batch = {Released("huge", 1000), Released("a", 1), Released("b", 1)};
+  EXPECT_EQ(Names(PlanCollectives(batch, 4000)), (std::vector<std::string>{"huge", "a+b"}));
+}
+
+TEST(Fusion, ZeroThresholdDisablesFusion) {
+  std::vector<wire::Response> batch = {Released("a", 1), Released("b", 1)};
+  EXPECT_EQ(Names(PlanCollectives(batch, 0)), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(Fusion, NeverFusedKindsErrorsAndPartialResponses) {
+  std::vector<wire::Response> batch = {
+      Released("b1", 4, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_BROADCAST),
+      Released("b2", 4, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_BROADCAST),
+      Released("t1", 4, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_ALLTOALL),
+      Released("t2", 4, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_ALLTOALL),
+      Released("failed", 4), Released("joined", 4), Released("ok1", 4), Released("ok2", 4)};
+  batch[4].mutable_error()->set_code(TUTTI_ERR_MISMATCH);
+  batch[5].set_partial(true);
+  EXPECT_EQ(Names(PlanCollectives(batch, 1 << 20)),
+            (std::vector<std::string>{"b1", "b2", "t1", "t2", "failed", "joined", "ok1+ok2"}));
+}
+
+TEST(Fusion, AllgatherAndReducescatterFuseWithTheirOwnKind) {
+  std::vector<wire::Response> batch = {
+      Released("g1", 2, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_ALLGATHER),
+      Released("s1", 2, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_REDUCESCATTER),
+      Released("g2", 2, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_ALLGATHER),
+      Released("s2", 2, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_REDUCESCATTER)};
+  batch[0].add_member_rows(1);
+  batch[0].add_member_rows(3);
+  batch[2].add_member_rows(2);
+  batch[2].add_member_rows(2);
+  const auto plan = PlanCollectives(batch, 1 << 20);
+  EXPECT_EQ(Names(plan), (std::vector<std::string>{"g1+g2", "s1+s2"}));
+  ASSERT_EQ(plan[0].fused_size(), 1);
+  EXPECT_EQ(plan[0].fused(0).member_rows_size(), 2);  // each part keeps its own rows
+  EXPECT_EQ(plan[0].fused(0).member_rows(1), 2);
+}
+
+TEST(Fusion, AllgatherSizeCountsEveryMembersRows) {
+  wire::Response g = Released("g", 3, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_ALLGATHER);
+  g.mutable_spec()->add_shape(5);  // rows of 5 floats
+  g.add_member_rows(1);
+  g.add_member_rows(4);
+  EXPECT_EQ(FusionBytes(g.spec(), g.member_rows()), 5 * 5 * 4);
+}
+
+TEST(Priorities, HigherFirstTiesKeepReleaseOrder) {
+  std::vector<wire::Response> batch;
+  const int priorities[] = {3, 0, 7, 1, 7};
+  for (int i = 0; i < 5; ++i) {
+    batch.push_back(Released("p" + std::to_string(i), 4, i % 2 ? TUTTI_DTYPE_INT32 : TUTTI_DTYPE_FLOAT64));
+    batch.back().mutable_spec()->set_priority(priorities[i]);
+  }
+  EXPECT_EQ(Names(PlanCollectives(batch, 0)),
+            (std::vector<std::string>{"p2", "p4", "p0", "p3", "p1"}));
+  // With fusion, a fused collective runs at its highest-priority tensor's place.
+  EXPECT_EQ(Names(PlanCollectives(batch, 1 << 20)),
+            (std::vector<std::string>{"p2+p4+p0", "p3+p1"}));
+}
+
+}  // namespace
+}  // namespace tutti::server
