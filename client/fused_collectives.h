@@ -10,7 +10,7 @@
 
 #include "client/request.h"
 #include "client/ring_allreduce.h"
-#include "client/timeline.h"
+#include "common/timeline.h"
 
 namespace tutti::client {
 

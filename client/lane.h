@@ -14,7 +14,7 @@
 #include "client/counters.h"
 #include "client/fused_collectives.h"
 #include "client/request.h"
-#include "client/timeline.h"
+#include "common/timeline.h"
 #include "transport/transport.h"
 
 namespace tutti::client {

@@ -42,7 +42,10 @@ Status CheckTensor(const char* which, const TensorArgs& t, size_t* count) {
 }  // namespace
 
 Runtime::Runtime(const RuntimeOptions& options)
-    : options_(options), timeline_(options.rank), sets_(options.rank), owner_(getpid()) {}
+    : options_(options),
+      timeline_(options.rank, "rank " + std::to_string(options.rank)),
+      sets_(options.rank),
+      owner_(getpid()) {}
 
 Status Runtime::Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* runtime) {
   std::unique_ptr<Runtime> created(new Runtime(options));

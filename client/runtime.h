@@ -23,7 +23,7 @@
 #include "client/request.h"
 #include "client/runtime_options.h"
 #include "client/set_registry.h"
-#include "client/timeline.h"
+#include "common/timeline.h"
 
 namespace tutti::client {
 

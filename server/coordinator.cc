@@ -23,12 +23,25 @@ uint64_t RandomEpoch() {
   return (uint64_t{device()} << 32) | device();
 }
 
+// tuttid's own process in merged timelines, apart from the ranks (process = rank).
+constexpr int64_t kTimelinePid = 1 << 20;
+
+std::unique_ptr<Timeline> OpenTimeline(const std::string& path) {
+  if (path.empty()) return nullptr;
+  auto timeline = std::make_unique<Timeline>(kTimelinePid, "tuttid");
+  Status status = timeline->Start(path);
+  if (!status.ok()) throw std::runtime_error(status.message());
+  return timeline;
+}
+
 }  // namespace
 
 struct Coordinator::Impl {
   explicit Impl(const CoordinatorOptions& options)
-      : core(options.rendezvous_timeout_ms, RandomEpoch(),
-             Job::Policy{options.heartbeat_interval_ms, options.lease_ms, options.stall_warning_ms, options.stall_shutdown_ms},
+      : timeline(OpenTimeline(options.timeline)),
+        core(options.rendezvous_timeout_ms, RandomEpoch(),
+             Job::Policy{options.heartbeat_interval_ms, options.lease_ms, options.stall_warning_ms,
+                         options.stall_shutdown_ms, timeline.get()},
              static_cast<size_t>(options.max_jobs)),
         socket(context, zmq::socket_type::router) {
     socket.set(zmq::sockopt::router_mandatory, 1);
@@ -92,6 +105,7 @@ struct Coordinator::Impl {
   }
 
   zmq::context_t context{1};
+  std::unique_ptr<Timeline> timeline;  // before core, whose jobs record into it
   CoordinatorCore core;
   zmq::socket_t socket;
   std::string endpoint;

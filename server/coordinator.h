@@ -24,6 +24,8 @@ struct CoordinatorOptions {
   // tensors some members submitted and others did not after this long, fail them after that.
   int64_t stall_warning_ms = 60000;
   int64_t stall_shutdown_ms = 0;
+  // Where to write the negotiation timeline (Chrome trace JSON); empty: none.
+  std::string timeline;
 };
 
 class Coordinator {

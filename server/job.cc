@@ -101,12 +101,12 @@ void Job::Welcome(Outbox* out) {
 
   const std::vector<int32_t>* world = nullptr;
   (void)sets_.Members(0, &world);
-  negotiators_.emplace(0, Negotiator(0, *world, cache_capacity_));
+  OpenSet(0, *world);
   wire::Welcome base;
   for (size_t i = 0; i < ids.size(); ++i) {
     const std::vector<int32_t>* ranks = nullptr;
     (void)sets_.Members(ids[i], &ranks);
-    negotiators_.emplace(ids[i], Negotiator(ids[i], *ranks, cache_capacity_));
+    OpenSet(ids[i], *ranks);
     auto* set = base.add_static_sets();
     set->set_id(ids[i]);
     set->mutable_ranks()->Add(ranks->begin(), ranks->end());
@@ -154,6 +154,17 @@ void Job::Welcome(Outbox* out) {
   spdlog::info("job '{}': all {} ranks joined", id_, size_);
 }
 
+void Job::OpenSet(int32_t set_id, const std::vector<int32_t>& members) {
+  Negotiator& negotiator =
+      negotiators_.emplace(set_id, Negotiator(set_id, members, cache_capacity_)).first->second;
+  if (policy_.timeline == nullptr) return;
+  // One track per (job, set) in tuttid's timeline, numbered in order of creation.
+  static int32_t next_track = 1;
+  const int32_t track = next_track++;
+  policy_.timeline->NameTrack(track, fmt::format("job '{}' set {}", id_, set_id));
+  negotiator.set_timeline(policy_.timeline, track);
+}
+
 void Job::RefuseAll(Code code, const std::string& message, Outbox* out) {
   spdlog::warn("job '{}': {}", id_, message);
   for (int32_t r = 0; r < size_; ++r)
@@ -188,7 +199,7 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
   for (int32_t id : events.activated) {
     const std::vector<int32_t>* ranks = nullptr;
     (void)sets_.Members(id, &ranks);
-    negotiators_.emplace(id, Negotiator(id, *ranks, cache_capacity_));
+    OpenSet(id, *ranks);
     spdlog::info("job '{}': process set {} = {} added", id_, id, FormatRanks(*ranks));
   }
   // Tensors pending on a removed set fail before the members hear that the removal completed, so

@@ -28,6 +28,7 @@ class Job {
     int64_t lease_ms;
     int64_t stall_warning_ms = 60000;  // 0: off
     int64_t stall_shutdown_ms = 0;     // 0: off
+    Timeline* timeline = nullptr;      // tuttid's negotiation timeline, if it writes one
   };
 
   Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
@@ -98,6 +99,8 @@ class Job {
   Clock::duration stall_warning_{}, stall_shutdown_{};
   wire::CoordinatorCounters counters_;
   void InspectStalls(Clock::time_point now, Outbox* out);
+  // Creates the negotiator of an active set.
+  void OpenSet(int32_t set_id, const std::vector<int32_t>& members);
   std::vector<std::pair<std::string, Status>> evicted_;
   int32_t registered_ = 0;
   int32_t gone_ = 0;  // lost or left

@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->envname("TUTTI_STALL_SHUTDOWN_SECONDS")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--timeline", options.timeline,
+                 "write every negotiation (arrivals per rank, release) to this Chrome-trace JSON "
+                 "file; merge it with the ranks' timelines using tools/tutti_timeline_merge.py");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))

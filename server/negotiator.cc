@@ -161,7 +161,9 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
     pending.by_member.resize(members_.size());
     pending.order = pending_order_.insert(pending_order_.end(), spec.name());
     pending.first_announced = now;
+    if (timeline_) timeline_->Begin(track_, spec.name(), "NEGOTIATE", {{"first_rank", rank}});
   }
+  if (timeline_) timeline_->Instant(track_, "ANNOUNCED", {{"tensor", spec.name()}, {"rank", rank}});
   if (pending.by_member[index])
     return Status(Code::kDuplicateName,
                   fmt::format("rank {} announced '{}' twice on process set {}", rank, spec.name(),
@@ -177,6 +179,10 @@ void Negotiator::ReleaseIfComplete(std::unordered_map<std::string, Pending>::ite
   const auto& members = entry->second.by_member;
   wire::Response response = Resolve(entry->first, entry->second);
   response.set_last_rank(last_rank);
+  if (timeline_)
+    timeline_->End(track_, entry->first, "NEGOTIATE",
+                   {{"last_rank", last_rank},
+                    {"error", response.has_error() ? response.error().message() : ""}});
   const bool everyone = std::all_of(members.begin(), members.end(),
                                     [](const auto& s) { return s.has_value(); });
   if (!everyone) {
@@ -331,6 +337,8 @@ void Negotiator::Inspect(Clock::time_point now, Clock::duration warn_after,
                          FormatRanks(stall.missing)));
     pending_order_.erase(entry->second.order);
     pending_.erase(entry);
+    if (timeline_)
+      timeline_->End(track_, expired[k], "NEGOTIATE", {{"error", response.error().message()}});
     const std::string group = response.spec().group();
     if (group.empty()) {
       failed->push_back(std::move(response));
@@ -368,6 +376,7 @@ std::optional<Clock::time_point> Negotiator::NextInspection(Clock::duration warn
 
 void Negotiator::FailPending(const Status& status, std::vector<wire::Response>* out) {
   for (const std::string& name : pending_order_) {
+    if (timeline_) timeline_->End(track_, name, "NEGOTIATE", {{"error", status.message()}});
     wire::Response response;
     response.mutable_spec()->set_name(name);
     SetError(&response, status.code(),

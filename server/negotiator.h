@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/timeline.h"
 #include "proto/protocol.h"
 #include "server/process_set_table.h"
 #include "server/response_cache.h"
@@ -27,6 +28,11 @@ class Negotiator {
 
   const std::vector<int32_t>& members() const { return members_; }
   ResponseCache& cache() { return cache_; }
+  // Records negotiations on `track` of `timeline` (which outlives the negotiator).
+  void set_timeline(Timeline* timeline, int32_t track) {
+    timeline_ = timeline;
+    track_ = track;
+  }
 
   // Records `rank`'s announcement of `spec`. If that completes the tensor, appends its response to
   // `ready`. Errors concern only the announcing rank (not a member, announced twice).
@@ -100,6 +106,8 @@ class Negotiator {
   std::vector<bool> joined_;  // indexed like members_
   size_t joined_count_ = 0;
   ResponseCache cache_;
+  Timeline* timeline_ = nullptr;
+  int32_t track_ = 0;
 };
 
 // "allreduce float32[4, 2] op=sum" plus any non-default scale factors and device.

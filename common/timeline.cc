@@ -1,10 +1,10 @@
-#include "client/timeline.h"
+#include "common/timeline.h"
 
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
 
-namespace tutti::client {
+namespace tutti {
 namespace {
 
 int64_t Micros(Timeline::WallClock::time_point t) {
@@ -35,13 +35,13 @@ Status Timeline::Start(const std::string& path) {
   std::lock_guard<std::mutex> lock(mu_);
   file_ = file;
   first_event_ = true;
-  named_tracks_.clear();
+  described_tracks_.clear();
   open_.clear();
   std::fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", file_);
-  Write({{"name", "process_name"}, {"ph", "M"}, {"pid", rank_}, {"tid", 0},
-         {"args", {{"name", "rank " + std::to_string(rank_)}}}});
-  Write({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank_}, {"tid", 0},
-         {"args", {{"sort_index", rank_}}}});
+  Write({{"name", "process_name"}, {"ph", "M"}, {"pid", pid_}, {"tid", 0},
+         {"args", {{"name", process_name_}}}});
+  Write({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid_}, {"tid", 0},
+         {"args", {{"sort_index", pid_}}}});
   on_.store(true, std::memory_order_relaxed);
   return Status::Ok();
 }
@@ -63,17 +63,36 @@ void Timeline::Write(nlohmann::json event) {
   std::fwrite(text.data(), 1, text.size(), file_);
 }
 
-void Timeline::NameTrack(int32_t set_id) {
-  if (!named_tracks_.insert(set_id).second) return;
-  Write({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank_}, {"tid", set_id},
-         {"args", {{"name", "process set " + std::to_string(set_id)}}}});
+void Timeline::NameTrack(int32_t track, std::string name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  track_names_[track] = std::move(name);
+}
+
+void Timeline::DescribeTrack(int32_t track) {
+  if (!described_tracks_.insert(track).second) return;
+  auto named = track_names_.find(track);
+  Write({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid_}, {"tid", track},
+         {"args", {{"name", named != track_names_.end() ? named->second
+                                                        : "process set " + std::to_string(track)}}}});
+}
+
+void Timeline::Instant(int32_t track, const std::string& what, nlohmann::json args) {
+  if (!on()) return;
+  const int64_t ts = Micros(WallClock::now());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_ == nullptr) return;
+  DescribeTrack(track);
+  nlohmann::json event = {{"name", what}, {"ph", "i"}, {"s", "t"}, {"pid", pid_},
+                          {"tid", track}, {"ts", ts}};
+  if (!args.is_null()) event["args"] = std::move(args);
+  Write(std::move(event));
 }
 
 void Timeline::CloseAll(int64_t ts) {
   for (auto& [id, phases] : open_) {
     const int32_t set_id = std::stoi(id.substr(0, id.find('/')));
     for (auto it = phases.rbegin(); it != phases.rend(); ++it)
-      Write({{"name", *it}, {"cat", "tensor"}, {"ph", "e"}, {"id", id}, {"pid", rank_},
+      Write({{"name", *it}, {"cat", "tensor"}, {"ph", "e"}, {"id", id}, {"pid", pid_},
              {"tid", set_id}, {"ts", ts}, {"args", {{"unfinished", true}}}});
   }
   open_.clear();
@@ -85,11 +104,11 @@ void Timeline::Begin(int32_t set_id, const std::string& name, const std::string&
   const int64_t ts = Micros(WallClock::now());
   std::lock_guard<std::mutex> lock(mu_);
   if (file_ == nullptr) return;
-  NameTrack(set_id);
+  DescribeTrack(set_id);
   const std::string id = AsyncId(set_id, name);
   open_[id].push_back(phase);
   nlohmann::json event = {{"name", phase}, {"cat", "tensor"}, {"ph", "b"}, {"id", id},
-                          {"pid", rank_},  {"tid", set_id},   {"ts", ts}};
+                          {"pid", pid_},  {"tid", set_id},   {"ts", ts}};
   if (!args.is_null()) event["args"] = std::move(args);
   Write(std::move(event));
 }
@@ -108,13 +127,13 @@ void Timeline::End(int32_t set_id, const std::string& name, const std::string& p
   if (at == phases.end()) return;
   // Close inner phases left open (a failure skipped their end) before this one.
   while (phases.back() != phase) {
-    Write({{"name", phases.back()}, {"cat", "tensor"}, {"ph", "e"}, {"id", id}, {"pid", rank_},
+    Write({{"name", phases.back()}, {"cat", "tensor"}, {"ph", "e"}, {"id", id}, {"pid", pid_},
            {"tid", set_id}, {"ts", ts}});
     phases.pop_back();
   }
   phases.pop_back();
   nlohmann::json event = {{"name", phase}, {"cat", "tensor"}, {"ph", "e"}, {"id", id},
-                          {"pid", rank_},  {"tid", set_id},   {"ts", ts}};
+                          {"pid", pid_},  {"tid", set_id},   {"ts", ts}};
   if (!args.is_null()) event["args"] = std::move(args);
   Write(std::move(event));
   if (phases.empty()) open_.erase(open);
@@ -126,10 +145,10 @@ void Timeline::Span(int32_t set_id, const std::string& what, WallClock::time_poi
   const auto end = WallClock::now();
   std::lock_guard<std::mutex> lock(mu_);
   if (file_ == nullptr) return;
-  NameTrack(set_id);
+  DescribeTrack(set_id);
   nlohmann::json event = {{"name", what},
                           {"ph", "X"},
-                          {"pid", rank_},
+                          {"pid", pid_},
                           {"tid", set_id},
                           {"ts", Micros(start)},
                           {"dur", std::max<int64_t>(Micros(end) - Micros(start), 0)}};
@@ -137,4 +156,4 @@ void Timeline::Span(int32_t set_id, const std::string& what, WallClock::time_poi
   Write(std::move(event));
 }
 
-}  // namespace tutti::client
+}  // namespace tutti
