@@ -97,6 +97,18 @@ std::vector<Case> Cases() {
   wire::Frame welcome;
   welcome.mutable_welcome()->set_local_rank(3);
   cases.push_back({"server-only body", {Encoded(welcome)}, "-1 frame body 11 is not sent by ranks"});
+  wire::Frame no_cache = Register(0, 2);
+  no_cache.mutable_register_()->set_cache_capacity(-1);
+  cases.push_back({"negative cache capacity", {Encoded(no_cache)},
+                   "-1 register: cache capacity -1 outside [0, 1048576]"});
+  wire::Frame no_fusion = Register(0, 2);
+  no_fusion.mutable_register_()->set_fusion_threshold(-1);
+  cases.push_back({"negative fusion threshold", {Encoded(no_fusion)},
+                   "-1 register: negative fusion threshold"});
+  wire::Frame bits;
+  bits.mutable_announce()->add_sets()->set_cached(std::string((1 << 20) / 8 + 2, '\xff'));
+  cases.push_back({"cache bits beyond any capacity", {Encoded(bits)},
+                   "-1 announce: cache bits beyond the largest capacity, 1048576"});
   wire::Frame heartbeat;
   heartbeat.mutable_heartbeat();
   cases.push_back({"heartbeat before register", {Encoded(heartbeat)},
@@ -139,6 +151,24 @@ TEST(BadFrames, EachIsRefusedWhileAJobRuns) {
   }
   ExpectAllSucceed(ranks);
   EXPECT_FALSE(tuttid.process().Wait(Clock::now()).has_value()) << "tuttid exited";
+}
+
+// A rank announcing a response-cache slot it was never given: refused naming the slot, the job
+// goes on.
+TEST(BadFrames, UnknownCacheSlotIsRefused) {
+  Tuttid tuttid;
+  RawClient client(tuttid.endpoint());
+  wire::Frame registration = Register(0, 1);
+  registration.mutable_register_()->set_job("solo");
+  registration.mutable_register_()->set_cache_capacity(16);
+  client.Send(Encoded(registration));
+  EXPECT_EQ(client.Refusal(), "not a refusal");  // the Welcome
+  wire::Frame announce;
+  auto* set = announce.mutable_announce()->add_sets();
+  set->set_cached(std::string(1, '\x20'));  // slot 5
+  client.Send(Encoded(announce));
+  EXPECT_EQ(client.Refusal(),
+            "-1 rank 0 announced response-cache slot 5 of process set 0, which holds no tensor of it");
 }
 
 TEST(BadFrames, JobsBeyondTheLimitAreRefused) {

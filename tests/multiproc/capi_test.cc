@@ -2,6 +2,7 @@
 // (explicit handles allow several ranks per process) against a real tuttid.
 #include <tutti/tutti.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <future>
 #include <string>
@@ -127,6 +128,97 @@ TEST(CApi, InitArgumentErrors) {
   EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(LastError().rfind("cannot use coordinator endpoint 'nonsense': ", 0), 0u) << LastError();
   EXPECT_EQ(rt, nullptr);
+}
+
+TEST(CApi, FusionCacheStallAndTimelineOptionErrors) {
+  tutti_runtime_t rt = nullptr;
+  tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
+  options.coordinator = "tcp://127.0.0.1:1";
+  options.rank = 0;
+  options.size = 1;
+  options.cycle_time_ms = 70000;
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "the cycle time (TUTTI_CYCLE_TIME_MS) must be in [0, 60000] ms");
+  options.cycle_time_ms = -1;
+  options.cache_capacity = 2000000;
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "the cache capacity (TUTTI_CACHE_CAPACITY) 2000000 is outside [0, 1048576]");
+  options.cache_capacity = -1;
+  setenv("TUTTI_FUSION_THRESHOLD", "lots", 1);
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "TUTTI_FUSION_THRESHOLD='lots' is not an integer");
+  unsetenv("TUTTI_FUSION_THRESHOLD");
+  setenv("TUTTI_STALL_WARNING_SECONDS", "soon", 1);
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "TUTTI_STALL_WARNING_SECONDS='soon' is not a number");
+  unsetenv("TUTTI_STALL_WARNING_SECONDS");
+
+  Tuttid tuttid;
+  options.coordinator = tuttid.endpoint().c_str();
+  options.timeline_path = "/nonexistent-tutti-dir/t.json";
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "cannot write the timeline to '/nonexistent-tutti-dir/t.rank0.json': No "
+                         "such file or directory");
+  EXPECT_EQ(rt, nullptr);
+}
+
+// Counters on both sides and timeline calls, with their argument errors.
+TEST(CApi, CountersAndTimelineCalls) {
+  Tuttid tuttid;
+  InProcessJob job(tuttid, 2);
+  tutti_counters_t counters = TUTTI_COUNTERS_INIT;
+  EXPECT_EQ(tutti_get_counters(job[0], nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "counters is NULL");
+  counters.struct_size = 0;
+  EXPECT_EQ(tutti_get_counters(job[0], &counters), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "counters.struct_size is 0; initialize the struct with its _INIT macro");
+
+  std::vector<FloatTensor> tensors;
+  tensors.emplace_back(8);
+  tensors.emplace_back(8);
+  std::vector<std::future<tutti_status_t>> done;
+  for (int r = 0; r < 2; ++r)
+    done.push_back(std::async(std::launch::async, [&, r] {
+      tutti_request_t request = nullptr;
+      tutti_status_t s = tutti_allreduce(job[r], "c", TUTTI_WORLD, &tensors[r].desc,
+                                         &tensors[r].desc, nullptr, &request);
+      if (s != TUTTI_OK) return s;
+      s = tutti_request_wait(request, -1);
+      tutti_request_free(request);
+      return s;
+    }));
+  for (auto& d : done) ASSERT_EQ(d.get(), TUTTI_OK);
+
+  counters = TUTTI_COUNTERS_INIT;
+  ASSERT_EQ(tutti_get_counters(job[0], &counters), TUTTI_OK);
+  EXPECT_EQ(counters.collectives, 1u);
+  EXPECT_EQ(counters.tensors_executed, 1u);
+  EXPECT_EQ(counters.tensors_announced, 1u);
+  EXPECT_GE(counters.announce_messages, 1u);
+  EXPECT_GE(counters.execute_messages, 1u);
+  // A caller compiled when the struct was shorter: fields past its size stay untouched.
+  tutti_counters_t old = TUTTI_COUNTERS_INIT;
+  old.struct_size = offsetof(tutti_counters_t, execute_messages);
+  old.execute_messages = 12345;
+  ASSERT_EQ(tutti_get_counters(job[0], &old), TUTTI_OK);
+  EXPECT_EQ(old.execute_messages, 12345u);
+  EXPECT_EQ(old.tensors_announced, 1u);
+
+  tutti_coordinator_counters_t coordinator = TUTTI_COORDINATOR_COUNTERS_INIT;
+  ASSERT_EQ(tutti_get_coordinator_counters(job[1], &coordinator), TUTTI_OK);
+  EXPECT_EQ(coordinator.tensors_released, 1u);
+  EXPECT_EQ(coordinator.tensors_announced, 2u);
+  EXPECT_EQ(coordinator.execute_messages, 2u);  // one per member
+  EXPECT_EQ(tutti_get_coordinator_counters(job[1], nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "counters is NULL");
+
+  EXPECT_EQ(tutti_timeline_start(job[0], nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "path is NULL or empty");
+  EXPECT_EQ(tutti_timeline_start(job[0], "/nonexistent-tutti-dir/t.json"), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "cannot write the timeline to '/nonexistent-tutti-dir/t.json': No such "
+                         "file or directory");
+  EXPECT_EQ(tutti_timeline_stop(job[0]), TUTTI_OK);  // none running: nothing to do
+  EXPECT_EQ(tutti_timeline_stop(nullptr), TUTTI_ERR_INVALID_ARGUMENT);
 }
 
 TEST(CApi, CoordinatorThatDoesNotAnswerIsReported) {
