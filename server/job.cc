@@ -231,12 +231,12 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock:
   for (const auto& set : msg.sets()) {
     auto it = negotiators_.find(set.set_id());
     std::vector<wire::Response> ready;
-    auto refuse_all = [&](const Status& status) {
-      for (const auto& spec : set.tensors()) Refuse(rank, status, set.set_id(), spec.name(), out);
-    };
     if (it == negotiators_.end()) {
+      // Unknown or removed: each full announcement is refused by name (bits name nothing).
       const std::vector<int32_t>* unused = nullptr;
-      refuse_all(sets_.Members(set.set_id(), &unused));
+      const Status status = sets_.Members(set.set_id(), &unused);
+      if (!status.ok())
+        for (const auto& spec : set.tensors()) Refuse(rank, status, set.set_id(), spec.name(), out);
       continue;
     }
     Negotiator& negotiator = it->second;
