@@ -123,7 +123,7 @@ void Negotiator::Break(const Status& status, std::vector<wire::Response>* out) {
 }
 
 Status Negotiator::AnnounceCached(int32_t rank, uint32_t slot, std::vector<wire::Response>* ready,
-                                  Clock::time_point now) {
+                                  Clock::time_point now, std::string* name) {
   if (!broken_.ok()) return broken_;
   if (!contains(rank))
     return Status(Code::kNotAMember,
@@ -134,6 +134,7 @@ Status Negotiator::AnnounceCached(int32_t rank, uint32_t slot, std::vector<wire:
                   fmt::format("rank {} announced response-cache slot {} of process set {}, which "
                               "holds no tensor of it",
                               rank, slot, set_id_));
+  if (name) *name = spec->name();
   return Announce(rank, wire::TensorSpec(*spec), ready, now);
 }
 

@@ -38,9 +38,10 @@ class Negotiator {
   // `ready`. Errors concern only the announcing rank (not a member, announced twice).
   Status Announce(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready,
                   Clock::time_point now = Clock::now());
-  // The same for a tensor announced as response-cache `slot`.
+  // The same for a tensor announced as response-cache `slot`; `name` is set to the tensor's name
+  // when the slot holds one for `rank`.
   Status AnnounceCached(int32_t rank, uint32_t slot, std::vector<wire::Response>* ready,
-                        Clock::time_point now = Clock::now());
+                        Clock::time_point now = Clock::now(), std::string* name = nullptr);
   // `rank` applied its first `seen` cache evictions.
   void AcknowledgeEvictions(int32_t rank, uint64_t seen);
 

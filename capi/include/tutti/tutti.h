@@ -126,7 +126,7 @@ typedef struct tutti_init_options {
   void (*deallocate)(void* pointer, size_t bytes, void* user);
   void* allocator_user;
   /* Fusion (docs/fusion.md): tensors released together that may share one collective are
-   * copied into one buffer of at most this many bytes. -1: TUTTI_FUSION_THRESHOLD or 64 MiB;
+   * copied into one buffer of at most this many bytes. -1: TUTTI_FUSION_THRESHOLD or 1 MiB;
    * 0: never fuse. */
   int64_t fusion_threshold_bytes;
   /* How long the I/O thread may gather submissions before announcing them. < 0:
