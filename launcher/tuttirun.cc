@@ -42,6 +42,7 @@ struct Options {
   std::string coordinator;
   std::string job;
   std::string log_level = "warn";
+  std::string coordinator_timeline;
   std::vector<std::string> command;
 };
 
@@ -136,6 +137,9 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
   app.add_option("--log-level", opts.log_level, "Embedded coordinator's log level")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  app.add_option("--coordinator-timeline", opts.coordinator_timeline,
+                 "Embedded coordinator's negotiation timeline (Chrome trace JSON), to merge with "
+                 "the ranks' TUTTI_TIMELINE files (docs/timeline.md)");
   // Everything from PROGRAM on is left unparsed, leading dashes included.
   app.prefix_command();
 
@@ -213,7 +217,8 @@ std::string Describe(int wait_status) {
 // Owns the embedded coordinator's thread so that every exit path stops and joins it.
 class EmbeddedCoordinator {
  public:
-  EmbeddedCoordinator() : coordinator_(tutti::server::CoordinatorOptions{}) {
+  explicit EmbeddedCoordinator(const tutti::server::CoordinatorOptions& options)
+      : coordinator_(options) {
     thread_ = std::thread([this] {
       try {
         coordinator_.Run();
@@ -395,7 +400,9 @@ int Main(int argc, char** argv) {
     spdlog::set_default_logger(logger);
     spdlog::set_level(spdlog::level::from_str(opts.log_level));
     try {
-      embedded = std::make_unique<EmbeddedCoordinator>();
+      tutti::server::CoordinatorOptions options;
+      options.timeline = opts.coordinator_timeline;
+      embedded = std::make_unique<EmbeddedCoordinator>(options);
     } catch (const std::exception& e) {
       Say(std::string("cannot start the embedded coordinator: ") + e.what());
       return 1;
