@@ -2,32 +2,12 @@
  *   tuttirun -np N build/bench/allreduce_bench [BYTES...]
  * Rank 0 prints: bytes, iterations, median and p90 time per allreduce (us), algbw and busbw
  * (GB/s, as nccl-tests define them). Uses tutti.h only. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <tutti/tutti.h>
-
-#define CHECK(call)                                                                       \
-  do {                                                                                    \
-    tutti_status_t s_ = (call);                                                           \
-    if (s_ != TUTTI_OK) {                                                                 \
-      fprintf(stderr, "%s: %s (%s)\n", #call, tutti_status_string(s_), tutti_last_error()); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int compare(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 int main(int argc, char** argv) {
   static const long defaults[] = {4, 4096, 65536, 1 << 20, 16 << 20};
@@ -52,13 +32,13 @@ int main(int argc, char** argv) {
     t.shape = &count;
     for (int i = -iters / 10 - 1; i < iters; ++i) { /* the first tenth warms up */
       tutti_request_t req;
-      double start = now_us();
+      double start = bench_now_us();
       CHECK(tutti_allreduce(rt, "bench", TUTTI_WORLD, &t, &t, NULL, &req));
       CHECK(tutti_request_wait(req, -1));
       CHECK(tutti_request_free(req));
-      if (i >= 0) times[i] = now_us() - start;
+      if (i >= 0) times[i] = bench_now_us() - start;
     }
-    qsort(times, (size_t)iters, sizeof(double), compare);
+    qsort(times, (size_t)iters, sizeof(double), bench_compare_doubles);
     double median = times[iters / 2], p90 = times[iters * 9 / 10];
     double algbw = (double)count * 4 / median / 1e3;
     if (rank == 0)

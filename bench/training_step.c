@@ -16,18 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <tutti/tutti.h>
-
-#define CHECK(call)                                                                       \
-  do {                                                                                    \
-    tutti_status_t s_ = (call);                                                           \
-    if (s_ != TUTTI_OK) {                                                                 \
-      fprintf(stderr, "%s: %s (%s)\n", #call, tutti_status_string(s_), tutti_last_error()); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
+#include "bench_util.h"
 
 typedef struct gradient {
   char* name;
@@ -51,16 +41,7 @@ static void usage(const char* argv0) {
   exit(2);
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int compare(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return (x > y) - (x < y);
-}
+static double now_ms(void) { return bench_now_us() / 1e3; }
 
 static char* copy_string(const char* s) {
   size_t n = strlen(s) + 1;
@@ -316,7 +297,7 @@ int main(int argc, char** argv) {
 
   if (rank == 0) {
     for (int s = 0; s < steps; ++s) printf("step %d: %.2f ms\n", warmup + s + 1, times[s]);
-    qsort(times, (size_t)steps, sizeof(double), compare);
+    qsort(times, (size_t)steps, sizeof(double), bench_compare_doubles);
     double median = steps % 2 ? times[steps / 2] : (times[steps / 2 - 1] + times[steps / 2]) / 2;
 #define PER_STEP(field) ((double)(after.field - before.field) / steps)
     printf("per step: %.1f announce messages (%.0f bytes, %.1f tensors in full, %.1f cached), "

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include <nlohmann/json.hpp>
+
 #include "client/collectives.h"
 
 namespace tutti::client {

@@ -1,5 +1,7 @@
 #include "common/timeline.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
@@ -56,7 +58,12 @@ void Timeline::Stop() {
   file_ = nullptr;
 }
 
-void Timeline::Write(nlohmann::json event) {
+void Timeline::Flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_ != nullptr) std::fflush(file_);
+}
+
+void Timeline::Write(const nlohmann::json& event) {
   if (!first_event_) std::fputs(",\n", file_);
   first_event_ = false;
   const std::string text = event.dump();
@@ -96,6 +103,18 @@ void Timeline::CloseAll(int64_t ts) {
              {"tid", set_id}, {"ts", ts}, {"args", {{"unfinished", true}}}});
   }
   open_.clear();
+}
+
+void Timeline::Begin(int32_t track, const std::string& name, const std::string& phase) {
+  Begin(track, name, phase, nlohmann::json());
+}
+
+void Timeline::End(int32_t track, const std::string& name, const std::string& phase) {
+  End(track, name, phase, nlohmann::json());
+}
+
+void Timeline::Span(int32_t track, const std::string& what, WallClock::time_point start) {
+  Span(track, what, start, nlohmann::json());
 }
 
 void Timeline::Begin(int32_t set_id, const std::string& name, const std::string& phase,

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>  // the full header only where events are built
 
 #include "common/status.h"
 
@@ -38,24 +38,28 @@ class Timeline {
   // Starts writing to `path` (replacing a timeline being written).
   Status Start(const std::string& path);
   void Stop();
+  // Hands what is buffered to the kernel, so that a long-running writer's file can be read.
+  void Flush();
   bool on() const { return on_.load(std::memory_order_relaxed); }
 
   // Names track `track` (default: "process set <track>"). Takes effect at its first event.
   void NameTrack(int32_t track, std::string name);
 
-  // Opens / closes phase `phase` of tensor `name` on `track`. Phases of a tensor nest.
-  void Begin(int32_t track, const std::string& name, const std::string& phase,
-             nlohmann::json args = nullptr);
-  void End(int32_t track, const std::string& name, const std::string& phase,
-           nlohmann::json args = nullptr);
+  // Opens / closes phase `phase` of tensor `name` on `track`. Phases of a tensor nest. `args`
+  // (a JSON object) is shown with the event.
+  void Begin(int32_t track, const std::string& name, const std::string& phase);
+  void Begin(int32_t track, const std::string& name, const std::string& phase, nlohmann::json args);
+  void End(int32_t track, const std::string& name, const std::string& phase);
+  void End(int32_t track, const std::string& name, const std::string& phase, nlohmann::json args);
   // A span on `track` from `start` to now.
+  void Span(int32_t track, const std::string& what, WallClock::time_point start);
   void Span(int32_t track, const std::string& what, WallClock::time_point start,
-            nlohmann::json args = nullptr);
+            nlohmann::json args);
   // A moment on `track`.
-  void Instant(int32_t track, const std::string& what, nlohmann::json args = nullptr);
+  void Instant(int32_t track, const std::string& what, nlohmann::json args);
 
  private:
-  void Write(nlohmann::json event);  // mu_ held
+  void Write(const nlohmann::json& event);  // mu_ held
   void DescribeTrack(int32_t track);  // mu_ held
   void CloseAll(int64_t ts);          // mu_ held
 

@@ -15,6 +15,9 @@
 namespace tutti::server {
 namespace {
 
+// How often tuttid hands its buffered timeline to the kernel.
+constexpr auto kTimelineFlush = std::chrono::seconds(1);
+
 // Upper bound on one poll so that a missed wakeup could never stall deadlines for long.
 constexpr auto kMaxPoll = std::chrono::milliseconds(1000);
 
@@ -122,6 +125,7 @@ const std::string& Coordinator::endpoint() const { return impl_->endpoint; }
 void Coordinator::Run() {
   Impl& s = *impl_;
   Outbox out;
+  auto last_flush = Clock::now();
   zmq::pollitem_t items[] = {{s.socket.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, s.wakeup, ZMQ_POLLIN, 0}};
   while (true) {
     auto now = Clock::now();
@@ -140,6 +144,11 @@ void Coordinator::Run() {
     s.Receive(out);
     s.core.Tick(Clock::now(), &out);
     s.Send(out);
+    // A service runs for weeks: keep its timeline file readable, at most one write a second.
+    if (s.timeline && Clock::now() - last_flush >= kTimelineFlush) {
+      s.timeline->Flush();
+      last_flush = Clock::now();
+    }
   }
   spdlog::info("coordinator stopping");
 }

@@ -111,24 +111,20 @@ TEST(ResponseCache, ShapeChangeOnOneRankFailsEverywhereThenRenegotiates) {
       "allreduce float32[8] op=sum";
   for (int r = 0; r < 3; ++r) {
     auto& rank = ranks[r];
-    auto first = rank->ReadUntil("cache first ", In(60));
-    ASSERT_TRUE(first) << rank->transcript();
-    EXPECT_EQ(*first, "full=1 cached=0");
-    auto second = rank->ReadUntil("cache second ", In(60));
-    ASSERT_TRUE(second) << rank->transcript();
-    EXPECT_EQ(*second, "full=0 cached=1");
-    auto status = rank->ReadUntil("status w ", In(60));
-    ASSERT_TRUE(status) << rank->transcript();
-    EXPECT_EQ(*status, mismatch);
-    auto changed = rank->ReadUntil("cache changed ", In(60));
-    ASSERT_TRUE(changed) << rank->transcript();
-    EXPECT_EQ(*changed, r == 1 ? "full=1 cached=0" : "full=0 cached=1");
-    auto renegotiated = rank->ReadUntil("cache renegotiated ", In(60));
-    ASSERT_TRUE(renegotiated) << rank->transcript();
-    EXPECT_EQ(*renegotiated, "full=1 cached=0");
-    auto again = rank->ReadUntil("cache again ", In(60));
-    ASSERT_TRUE(again) << rank->transcript();
-    EXPECT_EQ(*again, "full=0 cached=1");
+    // Each step's counters: announced in full or as a bit; between them, the mismatch.
+    const std::vector<std::pair<std::string, std::string>> expected = {
+        {"cache first ", "full=1 cached=0"},
+        {"cache second ", "full=0 cached=1"},
+        {"status w ", mismatch},
+        {"cache changed ", r == 1 ? "full=1 cached=0" : "full=0 cached=1"},
+        {"cache renegotiated ", "full=1 cached=0"},
+        {"cache again ", "full=0 cached=1"},
+    };
+    for (const auto& [prefix, value] : expected) {
+      auto line = rank->ReadUntil(prefix, In(60));
+      ASSERT_TRUE(line) << prefix << rank->transcript();
+      EXPECT_EQ(*line, value) << "rank " << r << ", " << prefix;
+    }
     EXPECT_TRUE(rank->ReadUntil("cache ok", In(60))) << rank->transcript();
   }
   ExpectAllSucceed(ranks);

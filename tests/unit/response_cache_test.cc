@@ -5,20 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "unit/test_specs.h"
+
 namespace tutti::server {
 namespace {
-
-wire::TensorSpec Spec(const std::string& name, int64_t n) {
-  wire::TensorSpec spec;
-  spec.set_name(name);
-  spec.set_kind(wire::COLLECTIVE_ALLREDUCE);
-  spec.set_dtype(3);
-  spec.set_reduce_op(1);
-  spec.set_prescale(1.0);
-  spec.set_postscale(1.0);
-  spec.add_shape(n);
-  return spec;
-}
 
 TEST(ResponseCache, AssignsExpandsAndKeepsTheSlotOfAName) {
   ResponseCache cache(2, 4);
