@@ -15,6 +15,9 @@
 namespace tutti::server {
 namespace {
 
+// Frames read before what they completed is released.
+constexpr int kMaxBatch = 256;
+
 // How often tuttid hands its buffered timeline to the kernel.
 constexpr auto kTimelineFlush = std::chrono::seconds(1);
 
@@ -79,9 +82,11 @@ struct Coordinator::Impl {
     out.clear();
   }
 
+  // Reads what is waiting (at most kMaxBatch frames, so that answers are never held back for
+  // long): everything the batch completes is then released, and fused, together.
   void Receive(Outbox& out) {
     std::vector<zmq::message_t> parts;
-    while (true) {
+    for (int handled = 0; handled < kMaxBatch; ++handled) {
       parts.clear();
       zmq::message_t part;
       if (!socket.recv(part, zmq::recv_flags::dontwait)) return;
@@ -142,6 +147,7 @@ void Coordinator::Run() {
     }
     if (items[1].revents & ZMQ_POLLIN) break;
     s.Receive(out);
+    s.core.Flush(&out);
     s.core.Tick(Clock::now(), &out);
     s.Send(out);
     // A service runs for weeks: keep its timeline file readable, at most one write a second.

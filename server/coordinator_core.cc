@@ -69,6 +69,9 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
     Refuse(peer, Status(Code::kInvalidArgument, "wait for the rendezvous to complete"), out);
     return;
   }
+  // Answers to anything but announcements must not overtake the responses announcements released.
+  if (!frame.has_announce() && !frame.has_heartbeat() && !frame.has_counters_query())
+    job.FlushReleased(out);
   switch (frame.body_case()) {
     case wire::Frame::kSetAdd: job.SetAdd(rank, frame.set_add(), now, out); break;
     case wire::Frame::kSetRemove: job.SetRemove(rank, frame.set_remove(), now, out); break;
@@ -153,6 +156,11 @@ void CoordinatorCore::CollectEvicted(Job& job) {
     members_.erase(peer);
     evicted_[peer] = Tombstone{job.id(), std::move(status)};
   }
+}
+
+void CoordinatorCore::Flush(Outbox* out) {
+  for (auto& [id, job] : jobs_)
+    if (job->has_released()) job->FlushReleased(out);
 }
 
 void CoordinatorCore::Tick(Clock::time_point now, Outbox* out) {

@@ -22,6 +22,8 @@ class CoordinatorCore {
   // Handles one frame from routing id `peer`; appends the frames to send to `out`.
   void HandleFrame(const std::string& peer, const void* data, size_t size, Clock::time_point now,
                    Outbox* out);
+  // Sends what the Announce frames handled since the last call completed (docs/fusion.md).
+  void Flush(Outbox* out);
   // Fires the deadlines that passed (rendezvous, process-set changes).
   void Tick(Clock::time_point now, Outbox* out);
   std::optional<Clock::time_point> NextDeadline() const;

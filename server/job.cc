@@ -258,9 +258,20 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock:
       }
     // After the bits: a bit sent before the rank applied an eviction still meant the old tensor.
     negotiator.AcknowledgeEvictions(rank, set.evictions_seen());
-    if (!ready.empty()) SendExecute(set.set_id(), negotiator, std::move(ready), out);
+    auto& held = released_[set.set_id()];
+    held.insert(held.end(), std::make_move_iterator(ready.begin()),
+                std::make_move_iterator(ready.end()));
+    if (held.empty()) released_.erase(set.set_id());
   }
   counters_.set_announce_bytes(counters_.announce_bytes() + bytes);
+}
+
+void Job::FlushReleased(Outbox* out) {
+  for (auto& [set_id, responses] : released_) {
+    auto it = negotiators_.find(set_id);
+    if (it != negotiators_.end()) SendExecute(set_id, it->second, std::move(responses), out);
+  }
+  released_.clear();
 }
 
 void Job::ReplyJoin(const JoinWaiter& waiter, int32_t set_id, const Status& status, int32_t last,

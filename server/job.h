@@ -48,9 +48,14 @@ class Job {
   Status Register(const std::string& peer, const wire::Register& msg, Outbox* out);
   void SetAdd(int32_t rank, const wire::SetAdd& msg, Clock::time_point now, Outbox* out);
   void SetRemove(int32_t rank, const wire::SetRemove& msg, Clock::time_point now, Outbox* out);
-  // `bytes`: the encoded size of the frame, for the counters.
+  // `bytes`: the encoded size of the frame, for the counters. What it completes is held until
+  // FlushReleased, so that everything one batch of frames completes can fuse.
   void Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock::time_point now,
                 Outbox* out);
+  // Sends the responses held back by Announce. Called once the frames waiting in the socket were
+  // read, and before handling any other kind of frame (whose answers must not overtake them).
+  void FlushReleased(Outbox* out);
+  bool has_released() const { return !released_.empty(); }
   const wire::CoordinatorCounters& counters() const { return counters_; }
   void Join(int32_t rank, const wire::Join& msg, Clock::time_point now, Outbox* out);
   // Orderly leave (Bye): collectives still waiting for this rank fail on the others.
@@ -98,6 +103,7 @@ class Job {
   uint32_t cache_capacity_ = 0;
   Clock::duration stall_warning_{}, stall_shutdown_{};
   wire::CoordinatorCounters counters_;
+  std::map<int32_t, std::vector<wire::Response>> released_;  // by set, in release order
   void InspectStalls(Clock::time_point now, Outbox* out);
   // Creates the negotiator of an active set.
   void OpenSet(int32_t set_id, const std::vector<int32_t>& members);
