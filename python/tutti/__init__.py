@@ -1,0 +1,228 @@
+"""tutti: collective communication on process sets, from Python.
+
+The core API works on NumPy arrays (contiguous CPU memory, passed by pointer). `tutti.torch` is
+the Horovod-compatible PyTorch API. The library is libtutti.so, loaded through ctypes: set
+TUTTI_LIBRARY to its path if it is not found next to this package, in a build tree or on the
+system path.
+
+    import numpy as np, tutti
+    tutti.init()                      # rank, size, coordinator from tuttirun's environment
+    total = tutti.allreduce(np.ones(4, np.float32))
+    tutti.shutdown()
+"""
+import numpy as np
+
+from . import _capi
+from ._core import Buffer, Handle, Runtime
+from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, DuplicateNameError,
+                     EvictedError, InternalError, InvalidArgumentError, MismatchError,
+                     NotAMemberError, PeerLostError, SetRemovedError, ShutDownError, StalledError,
+                     TimeoutError, TuttiError, UnknownSetError, UnsupportedError,
+                     VersionMismatchError)
+
+__version__ = "0.1.0"
+
+Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
+                                   _capi.OP_PRODUCT)
+WORLD = _capi.WORLD
+
+_NUMPY_TO_TUTTI = {np.dtype(np.float16): _capi.DTYPE_FLOAT16,
+                   np.dtype(np.float32): _capi.DTYPE_FLOAT32,
+                   np.dtype(np.float64): _capi.DTYPE_FLOAT64,
+                   np.dtype(np.int8): _capi.DTYPE_INT8, np.dtype(np.uint8): _capi.DTYPE_UINT8,
+                   np.dtype(np.int32): _capi.DTYPE_INT32, np.dtype(np.int64): _capi.DTYPE_INT64}
+_TUTTI_TO_NUMPY = {v: k for k, v in _NUMPY_TO_TUTTI.items()}
+
+_runtime = None
+
+
+def _buffer(array, writable=False, what="array"):
+    if not isinstance(array, np.ndarray):
+        raise InvalidArgumentError(f"{what} must be a numpy.ndarray, not {type(array).__name__}")
+    if array.dtype not in _NUMPY_TO_TUTTI:
+        raise InvalidArgumentError(f"{what} has dtype {array.dtype}, which tutti does not reduce; "
+                                   f"use one of {', '.join(str(d) for d in _NUMPY_TO_TUTTI)}")
+    if not array.flags.c_contiguous:
+        if writable:
+            raise InvalidArgumentError(f"{what} must be C-contiguous to be written in place")
+        array = np.ascontiguousarray(array)
+    if writable and not array.flags.writeable:
+        raise InvalidArgumentError(f"{what} is read-only")
+    return Buffer(array.ctypes.data, _NUMPY_TO_TUTTI[array.dtype], array.shape, array)
+
+
+def _new_array(dtype, shape):
+    array = np.empty(shape, _TUTTI_TO_NUMPY[dtype])
+    return array, array.ctypes.data
+
+
+def _rt():
+    if _runtime is None:
+        raise InvalidArgumentError("tutti is not initialized: call tutti.init() first")
+    return _runtime
+
+
+# ---- lifetime and the world ---------------------------------------------------------------------
+def init(coordinator=None, job=None, token=None, rank=None, size=None, static_sets=(),
+         timeout_ms=0, fusion_threshold=None, cycle_time_ms=None, cache_capacity=None,
+         timeline=None):
+    """Joins the job (arguments left None come from the environment, as tuttirun sets it).
+    Static process sets get ids 1, 2, ... in the order given."""
+    global _runtime
+    if _runtime is not None:
+        return _runtime
+    _runtime = Runtime(coordinator, job, token, rank, size, [list(s) for s in static_sets],
+                       timeout_ms, fusion_threshold, cycle_time_ms, cache_capacity, timeline)
+    return _runtime
+
+
+def shutdown():
+    """Leaves the job; pending requests fail with tutti.ShutDownError."""
+    global _runtime
+    if _runtime is not None:
+        runtime, _runtime = _runtime, None
+        runtime.finalize()
+
+
+def is_initialized():
+    return _runtime is not None
+
+
+def abort():
+    _rt().abort()
+
+
+def rank(): return _rt().rank()
+def size(): return _rt().size()
+def local_rank(): return _rt().local_rank()
+def local_size(): return _rt().local_size()
+def cross_rank(): return _rt().cross_rank()
+def cross_size(): return _rt().cross_size()
+
+
+def add_process_set(ranks, timeout_ms=0):
+    """Adds a process set (collective over its members) and returns its id."""
+    return _rt().add_process_set(ranks, timeout_ms)
+
+
+def remove_process_set(set_id, timeout_ms=0):
+    _rt().remove_process_set(set_id, timeout_ms)
+
+
+def process_set_ranks(set_id): return _rt().process_set_ranks(set_id)
+def process_set_included(set_id): return _rt().process_set_included(set_id)
+def process_set_rank(set_id): return _rt().process_set_rank(set_id)
+
+
+# ---- collectives: NAME_async returns a Handle, NAME waits -------------------------------------
+def allreduce_async(array, out=None, op=Sum, name=None, process_set=WORLD, prescale_factor=1.0,
+                    postscale_factor=1.0, priority=0):
+    """Reduces `array` across the set into `out` (a new array if None; may be `array`)."""
+    source = _buffer(array)
+    if out is None:
+        out = np.empty_like(source.owner)
+    target = _buffer(out, writable=True, what="out")
+    handle = _rt().allreduce(source, target, name, process_set, op, prescale_factor,
+                             postscale_factor, priority)
+    handle._finish = lambda request: out
+    return handle
+
+
+def allreduce(array, out=None, **kwargs):
+    return allreduce_async(array, out, **kwargs).wait()
+
+
+def grouped_allreduce_async(arrays, op=Sum, name=None, process_set=WORLD, prescale_factor=1.0,
+                            postscale_factor=1.0, priority=0):
+    sources = [_buffer(a) for a in arrays]
+    outs = [np.empty_like(s.owner) for s in sources]
+    targets = [_buffer(o, writable=True) for o in outs]
+    handle = _rt().grouped_allreduce(sources, targets, name, process_set, op, prescale_factor,
+                                     postscale_factor, priority)
+    handle._finish = lambda request: outs
+    return handle
+
+
+def grouped_allreduce(arrays, **kwargs):
+    return grouped_allreduce_async(arrays, **kwargs).wait()
+
+
+def broadcast_async(array, root, name=None, process_set=WORLD):
+    """Broadcasts `array` in place from global rank `root`; the result is `array`."""
+    handle = _rt().broadcast(_buffer(array, writable=True), root, name, process_set)
+    handle._finish = lambda request: array
+    return handle
+
+
+def broadcast(array, root, **kwargs):
+    return broadcast_async(array, root, **kwargs).wait()
+
+
+def allgather_async(array, name=None, process_set=WORLD):
+    return _rt().allgather(_buffer(array), _new_array, name, process_set)
+
+
+def allgather(array, **kwargs):
+    return allgather_async(array, **kwargs).wait()
+
+
+def grouped_allgather_async(arrays, name=None, process_set=WORLD):
+    return _rt().grouped_allgather([_buffer(a) for a in arrays], _new_array, name, process_set)
+
+
+def grouped_allgather(arrays, **kwargs):
+    return grouped_allgather_async(arrays, **kwargs).wait()
+
+
+def reducescatter_async(array, op=Sum, name=None, process_set=WORLD, prescale_factor=1.0,
+                        postscale_factor=1.0):
+    return _rt().reducescatter(_buffer(array), _new_array, name, process_set, op,
+                               prescale_factor, postscale_factor)
+
+
+def reducescatter(array, **kwargs):
+    return reducescatter_async(array, **kwargs).wait()
+
+
+def alltoall_async(array, splits=None, name=None, process_set=WORLD):
+    """Result: (received rows concatenated in set order, rows received from each member)."""
+    return _rt().alltoall(_buffer(array), _new_array, splits, name, process_set)
+
+
+def alltoall(array, splits=None, **kwargs):
+    return alltoall_async(array, splits, **kwargs).wait()
+
+
+def send_async(array, destination, tag=0, process_set=WORLD):
+    return _rt().send(_buffer(array), destination, tag, process_set)
+
+
+def send(array, destination, **kwargs):
+    send_async(array, destination, **kwargs).wait()
+
+
+def recv_async(array, source, tag=0, process_set=WORLD):
+    """Receives into `array` (which must have exactly the sent size)."""
+    handle = _rt().recv(_buffer(array, writable=True), source, tag, process_set)
+    handle._finish = lambda request: array
+    return handle
+
+
+def recv(array, source, **kwargs):
+    return recv_async(array, source, **kwargs).wait()
+
+
+def barrier(process_set=WORLD):
+    _rt().barrier(process_set).wait()
+
+
+def join(process_set=WORLD, timeout_ms=0):
+    """This rank has no more data for the set; returns the global rank that joined last."""
+    return _rt().join(process_set, timeout_ms)
+
+
+# ---- observability ------------------------------------------------------------------------------
+def counters(): return _rt().counters()
+def coordinator_counters(): return _rt().coordinator_counters()
+def start_timeline(path): _rt().timeline_start(path)
+def stop_timeline(): _rt().timeline_stop()

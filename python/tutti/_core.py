@@ -1,0 +1,362 @@
+"""The runtime of this process and its collectives, on anything that exposes a CPU buffer.
+
+The framework modules (tutti's NumPy API in __init__, tutti.torch) describe their tensors as
+`Buffer`s and say how to make result tensors; everything else (submission, request lifetime,
+keeping buffers alive while the library uses them, errors) lives here once.
+"""
+import ctypes
+import threading
+
+from . import _capi
+from .errors import check, from_status, InvalidArgumentError
+
+
+class Buffer:
+    """Memory the library reads or writes: pointer, tutti dtype, shape. `owner` is kept alive
+    for as long as a request may touch the memory."""
+
+    __slots__ = ("pointer", "dtype", "shape", "owner")
+
+    def __init__(self, pointer, dtype, shape, owner):
+        self.pointer, self.dtype, self.shape, self.owner = pointer, dtype, tuple(shape), owner
+
+    def describe(self):
+        """The C descriptor, and the shape array it points into (keep both alive)."""
+        if len(self.shape) > _capi.MAX_DIMS:
+            raise InvalidArgumentError(f"{len(self.shape)} dimensions; tutti takes at most "
+                                       f"{_capi.MAX_DIMS}")
+        shape = (ctypes.c_int64 * max(len(self.shape), 1))(*self.shape)
+        tensor = _capi.Tensor()
+        tensor.struct_size = ctypes.sizeof(_capi.Tensor)
+        tensor.data = self.pointer
+        tensor.dtype = self.dtype
+        tensor.ndim = len(self.shape)
+        tensor.shape = ctypes.cast(shape, _capi.c_int64_p)
+        tensor.device_type = _capi.DEVICE_CPU
+        return tensor, shape
+
+
+class _Inflight:
+    """A request and everything the library may still touch; freed once done and unreferenced."""
+
+    __slots__ = ("request", "keepalive", "orphaned")
+
+    def __init__(self, request, keepalive):
+        self.request, self.keepalive, self.orphaned = request, keepalive, False
+
+
+class _Registry:
+    """Requests whose Python handle was dropped before they completed: their buffers must stay
+    alive until the library is done with them (a dropped handle must not corrupt memory)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._orphans = []
+
+    def adopt(self, inflight):
+        with self._lock:
+            self._orphans.append(inflight)
+
+    def sweep(self, force=False):
+        with self._lock:
+            keep = []
+            for item in self._orphans:
+                if force or _capi.tutti_request_test(item.request) != _capi.IN_PROGRESS:
+                    _capi.tutti_request_free(item.request)
+                else:
+                    keep.append(item)
+            self._orphans = keep
+
+
+_orphans = _Registry()
+
+
+class Handle:
+    """An asynchronous collective: `poll()` says whether it completed, `wait()` returns its result
+    (raising its error). Dropping the handle early is safe: the request finishes on its own."""
+
+    def __init__(self, request, keepalive, finish):
+        self._inflight = _Inflight(request, keepalive)
+        self._finish = finish  # request -> result, run once on success
+        self._done = False
+        self._result = None
+        self._error = None
+
+    def poll(self):
+        if self._done:
+            return True
+        status = _capi.tutti_request_test(self._inflight.request)
+        if status == _capi.IN_PROGRESS:
+            return False
+        self._complete(status, _last_error())
+        return True
+
+    def wait(self, timeout_ms=None):
+        """The result, once completed; raises the request's error, or tutti.TimeoutError if
+        `timeout_ms` passed first (the request then stays pending). None: the runtime's timeout."""
+        if not self._done:
+            status = _capi.tutti_request_wait(self._inflight.request,
+                                              -1 if timeout_ms is None else int(timeout_ms))
+            message = _last_error()
+            if status < 0 and _capi.tutti_request_test(self._inflight.request) == _capi.IN_PROGRESS:
+                raise from_status(status, message)  # the wait timed out; still pending
+            self._complete(status, message)
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def _complete(self, status, message):
+        self._done = True
+        request = self._inflight.request
+        try:
+            if status == _capi.OK:
+                self._result = self._finish(request) if self._finish else None
+            else:
+                self._error = from_status(status, message)
+        finally:
+            _capi.tutti_request_free(request)
+            self._inflight = None
+            self._finish = None
+
+    def __del__(self):
+        inflight = getattr(self, "_inflight", None)
+        if inflight is not None:
+            _orphans.adopt(inflight)
+
+
+def _last_error():
+    return _capi.tutti_last_error().decode("utf-8", "replace")
+
+
+def output_of(request, make, index=None):
+    """Copies a request-owned result (allgather, reducescatter, alltoall) into a new tensor:
+    `make(dtype, shape)` returns (tensor, pointer)."""
+    out = _capi.Tensor()
+    out.struct_size = ctypes.sizeof(_capi.Tensor)
+    if index is None:
+        check(_capi.tutti_request_output(request, ctypes.byref(out)))
+    else:
+        check(_capi.tutti_request_output_at(request, index, ctypes.byref(out)))
+    shape = tuple(out.shape[i] for i in range(out.ndim))
+    tensor, pointer = make(out.dtype, shape)
+    count = 1
+    for d in shape:
+        count *= d
+    if count:
+        ctypes.memmove(pointer, out.data, count * ELEMENT_SIZE[out.dtype])
+    return tensor
+
+
+def received_splits(request):
+    splits = (ctypes.c_int64 * 4096)()
+    count = ctypes.c_int32()
+    check(_capi.tutti_request_received_splits(request, splits, 4096, ctypes.byref(count)))
+    return [splits[i] for i in range(count.value)]
+
+
+ELEMENT_SIZE = {_capi.DTYPE_FLOAT16: 2, _capi.DTYPE_BFLOAT16: 2, _capi.DTYPE_FLOAT32: 4,
+                _capi.DTYPE_FLOAT64: 8, _capi.DTYPE_INT8: 1, _capi.DTYPE_UINT8: 1,
+                _capi.DTYPE_INT32: 4, _capi.DTYPE_INT64: 8}
+
+
+def _name(name):
+    return None if name is None else name.encode("utf-8")
+
+
+def _reduce_options(op, prescale, postscale, priority):
+    options = _capi.AllreduceOptions()
+    options.struct_size = ctypes.sizeof(_capi.AllreduceOptions)
+    options.reduce_op = op
+    options.prescale_factor = prescale
+    options.postscale_factor = postscale
+    options.priority = priority
+    return options
+
+
+class Runtime:
+    """One tutti runtime (tutti_init ... tutti_finalize)."""
+
+    def __init__(self, coordinator=None, job=None, token=None, rank=None, size=None,
+                 static_sets=(), timeout_ms=0, fusion_threshold=None, cycle_time_ms=None,
+                 cache_capacity=None, timeline=None):
+        options = _capi.InitOptions()
+        options.struct_size = ctypes.sizeof(_capi.InitOptions)
+        options.header_version = _capi.version()
+        options.coordinator = _name(coordinator)
+        options.job = _name(job)
+        options.token = _name(token)
+        options.rank = -1 if rank is None else rank
+        options.size = -1 if size is None else size
+        flat = [r for s in static_sets for r in s]
+        sizes = (ctypes.c_int32 * max(len(static_sets), 1))(*[len(s) for s in static_sets])
+        ranks = (ctypes.c_int32 * max(len(flat), 1))(*flat)
+        options.num_static_sets = len(static_sets)
+        options.static_set_sizes = ctypes.cast(sizes, _capi.c_int32_p)
+        options.static_set_ranks = ctypes.cast(ranks, _capi.c_int32_p)
+        options.timeout_ms = timeout_ms
+        options.fusion_threshold_bytes = -1 if fusion_threshold is None else fusion_threshold
+        options.cycle_time_ms = -1.0 if cycle_time_ms is None else cycle_time_ms
+        options.cache_capacity = -1 if cache_capacity is None else cache_capacity
+        options.timeline_path = _name(timeline)
+        handle = ctypes.c_void_p()
+        check(_capi.tutti_init(ctypes.byref(options), ctypes.byref(handle)))
+        self._handle = handle
+        self._lock = threading.Lock()
+
+    # ---- lifetime ------------------------------------------------------------------------------
+    @property
+    def handle(self):
+        if self._handle is None:
+            raise InvalidArgumentError("tutti is not initialized (init() first, or after shutdown)")
+        return self._handle
+
+    def finalize(self):
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            check(_capi.tutti_finalize(handle))
+            _orphans.sweep(force=True)
+
+    def abort(self):
+        check(_capi.tutti_abort(self.handle))
+
+    # ---- the world and process sets ------------------------------------------------------------
+    def _int(self, function, *args):
+        value = ctypes.c_int32()
+        check(function(self.handle, *args, ctypes.byref(value)))
+        return value.value
+
+    def rank(self): return self._int(_capi.tutti_rank)
+    def size(self): return self._int(_capi.tutti_size)
+    def local_rank(self): return self._int(_capi.tutti_local_rank)
+    def local_size(self): return self._int(_capi.tutti_local_size)
+    def cross_rank(self): return self._int(_capi.tutti_cross_rank)
+    def cross_size(self): return self._int(_capi.tutti_cross_size)
+
+    def add_process_set(self, ranks, timeout_ms=0):
+        ranks = list(ranks)
+        array = (ctypes.c_int32 * max(len(ranks), 1))(*ranks)
+        set_id = ctypes.c_int32()
+        check(_capi.tutti_process_set_add(self.handle, array, len(ranks), timeout_ms,
+                                          ctypes.byref(set_id)))
+        return set_id.value
+
+    def remove_process_set(self, set_id, timeout_ms=0):
+        check(_capi.tutti_process_set_remove(self.handle, set_id, timeout_ms))
+
+    def process_set_ranks(self, set_id):
+        count = self._int(_capi.tutti_process_set_size, set_id)
+        ranks = (ctypes.c_int32 * max(count, 1))()
+        n = ctypes.c_int32()
+        check(_capi.tutti_process_set_ranks(self.handle, set_id, ranks, count, ctypes.byref(n)))
+        return [ranks[i] for i in range(n.value)]
+
+    def process_set_included(self, set_id):
+        return bool(self._int(_capi.tutti_process_set_included, set_id))
+
+    def process_set_rank(self, set_id):
+        return self._int(_capi.tutti_process_set_rank, set_id)
+
+    # ---- collectives: each returns a Handle ----------------------------------------------------
+    def _submit(self, call, keepalive, finish=None):
+        _orphans.sweep()
+        request = ctypes.c_void_p()
+        check(call(ctypes.byref(request)))
+        return Handle(request, keepalive, finish)
+
+    def allreduce(self, buffer, output, name=None, set_id=0, op=_capi.OP_AVERAGE, prescale=1.0,
+                  postscale=1.0, priority=0):
+        (t_in, s_in), (t_out, s_out) = buffer.describe(), output.describe()
+        options = _reduce_options(op, prescale, postscale, priority)
+        return self._submit(lambda r: _capi.tutti_allreduce(
+            self.handle, _name(name), set_id, ctypes.byref(t_in), ctypes.byref(t_out),
+            ctypes.byref(options), r), (buffer, output, s_in, s_out))
+
+    def grouped_allreduce(self, buffers, outputs, name=None, set_id=0, op=_capi.OP_AVERAGE,
+                          prescale=1.0, postscale=1.0, priority=0):
+        ins = (_capi.Tensor * len(buffers))()
+        outs = (_capi.Tensor * len(outputs))()
+        shapes = []
+        for i, (b, o) in enumerate(zip(buffers, outputs)):
+            ins[i], s = b.describe()
+            shapes.append(s)
+            outs[i], s = o.describe()
+            shapes.append(s)
+        options = _reduce_options(op, prescale, postscale, priority)
+        return self._submit(lambda r: _capi.tutti_grouped_allreduce(
+            self.handle, _name(name), set_id, len(buffers), ins, outs, ctypes.byref(options), r),
+            (buffers, outputs, ins, outs, shapes))
+
+    def broadcast(self, buffer, root, name=None, set_id=0):
+        tensor, shape = buffer.describe()
+        return self._submit(lambda r: _capi.tutti_broadcast(
+            self.handle, _name(name), set_id, ctypes.byref(tensor), root, r), (buffer, shape))
+
+    def allgather(self, buffer, make, name=None, set_id=0):
+        tensor, shape = buffer.describe()
+        return self._submit(lambda r: _capi.tutti_allgather(
+            self.handle, _name(name), set_id, ctypes.byref(tensor), r), (buffer, shape),
+            lambda request: output_of(request, make))
+
+    def grouped_allgather(self, buffers, make, name=None, set_id=0):
+        ins = (_capi.Tensor * len(buffers))()
+        shapes = []
+        for i, b in enumerate(buffers):
+            ins[i], s = b.describe()
+            shapes.append(s)
+        return self._submit(lambda r: _capi.tutti_grouped_allgather(
+            self.handle, _name(name), set_id, len(buffers), ins, r), (buffers, ins, shapes),
+            lambda request: [output_of(request, make, i) for i in range(len(buffers))])
+
+    def reducescatter(self, buffer, make, name=None, set_id=0, op=_capi.OP_AVERAGE, prescale=1.0,
+                      postscale=1.0):
+        tensor, shape = buffer.describe()
+        options = _reduce_options(op, prescale, postscale, 0)
+        return self._submit(lambda r: _capi.tutti_reducescatter(
+            self.handle, _name(name), set_id, ctypes.byref(tensor), ctypes.byref(options), r),
+            (buffer, shape), lambda request: output_of(request, make))
+
+    def alltoall(self, buffer, make, splits=None, name=None, set_id=0):
+        tensor, shape = buffer.describe()
+        split_array = None if splits is None else (ctypes.c_int64 * max(len(splits), 1))(*splits)
+        count = 0 if splits is None else len(splits)
+        return self._submit(lambda r: _capi.tutti_alltoall(
+            self.handle, _name(name), set_id, ctypes.byref(tensor), split_array, count, r),
+            (buffer, shape, split_array),
+            lambda request: (output_of(request, make), received_splits(request)))
+
+    def send(self, buffer, destination, tag=0, set_id=0):
+        tensor, shape = buffer.describe()
+        return self._submit(lambda r: _capi.tutti_send(
+            self.handle, set_id, ctypes.byref(tensor), destination, tag, r), (buffer, shape))
+
+    def recv(self, buffer, source, tag=0, set_id=0):
+        tensor, shape = buffer.describe()
+        return self._submit(lambda r: _capi.tutti_recv(
+            self.handle, set_id, ctypes.byref(tensor), source, tag, r), (buffer, shape))
+
+    def barrier(self, set_id=0):
+        return self._submit(lambda r: _capi.tutti_barrier(self.handle, set_id, r), ())
+
+    def join(self, set_id=0, timeout_ms=0):
+        last = ctypes.c_int32()
+        check(_capi.tutti_join(self.handle, set_id, timeout_ms, ctypes.byref(last)))
+        return last.value
+
+    # ---- observability -------------------------------------------------------------------------
+    def counters(self):
+        c = _capi.Counters()
+        c.struct_size = ctypes.sizeof(_capi.Counters)
+        check(_capi.tutti_get_counters(self.handle, ctypes.byref(c)))
+        return {name: getattr(c, name) for name, _ in _capi.Counters._fields_[1:]}
+
+    def coordinator_counters(self):
+        c = _capi.CoordinatorCounters()
+        c.struct_size = ctypes.sizeof(_capi.CoordinatorCounters)
+        check(_capi.tutti_get_coordinator_counters(self.handle, ctypes.byref(c)))
+        return {name: getattr(c, name) for name, _ in _capi.CoordinatorCounters._fields_[1:]}
+
+    def timeline_start(self, path):
+        check(_capi.tutti_timeline_start(self.handle, _name(path)))
+
+    def timeline_stop(self):
+        check(_capi.tutti_timeline_stop(self.handle))
