@@ -1,0 +1,44 @@
+"""Runs Python programs as the ranks of a real tutti job: `tuttirun` (with its embedded tuttid)
+from the build tree, the package from python/, the library from the build tree.
+
+TUTTI_BUILD_DIR picks the build (default: build/ at the repository root)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("TUTTI_BUILD_DIR", os.path.join(ROOT, "build"))
+WORKERS = os.path.join(ROOT, "tests", "python", "workers")
+
+
+def job_env(extra=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env["TUTTI_LIBRARY"] = os.path.join(BUILD, "libtutti.so")
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def run_job(np, script, *args, env=None, timeout=240):
+    """Runs `script` (a path, or a file name under tests/python/workers) on `np` ranks; returns
+    the CompletedProcess with the ranks' output lines ("[rank] ...") in stdout."""
+    if not os.path.isabs(script):
+        script = os.path.join(WORKERS, script)
+    command = [os.path.join(BUILD, "tuttirun"), "-np", str(np), sys.executable, script,
+               *[str(a) for a in args]]
+    return subprocess.run(command, env=job_env(env), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def lines_of(result, rank):
+    """The output lines of one rank, without the "[rank] " prefix."""
+    prefix = f"[{rank}] "
+    return [line[len(prefix):] for line in result.stdout.splitlines() if line.startswith(prefix)]
+
+
+@pytest.fixture
+def job():
+    return run_job
