@@ -72,11 +72,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         def hook(*ignore):
-            if id(p) in self._handles and self._handles[id(p)][0] is not None:
-                if self._passes[id(p)] <= 0:
-                    raise AssertionError(
-                        "gradients were computed more than backward_passes_per_step times "
-                        "before step() or synchronize(); raise backward_passes_per_step")
+            if self._handles.get(id(p)) is not None:
+                # Its allreduce is already in flight: one backward pass too many before step().
+                raise AssertionError(
+                    "gradients were computed more than backward_passes_per_step times "
+                    "before step() or synchronize(); raise backward_passes_per_step")
             self._passes[id(p)] += 1
             handle = None
             if self._passes[id(p)] == self.backward_passes_per_step:

@@ -1,0 +1,49 @@
+"""The NumPy and PyTorch APIs on real jobs of 2 to 4 ranks, and the mapping of C statuses to
+exceptions."""
+import pytest
+
+from conftest import lines_of, run_job
+
+
+def assert_ok(result, marker, ranks):
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in range(ranks):
+        assert marker in lines_of(result, r), (r, result.stdout + result.stderr)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_numpy_api(ranks):
+    assert_ok(run_job(ranks, "numpy_api.py"), "numpy api ok", ranks)
+
+
+def test_errors_map_to_exceptions_with_the_library_message():
+    result = run_job(2, "errors.py")
+    assert_ok(result, "errors ok", 2)
+    for r in range(2):
+        errors = {line.split(" ")[1]: line.split(" ", 3)[2:] for line in lines_of(result, r)
+                  if line.startswith("error ")}
+        assert errors["mismatch"] == [
+            "MismatchError", "mismatched 'shape' on process set 0: rank 0 sent allreduce "
+            "float32[4] op=sum, rank 1 sent allreduce float32[3] op=sum"]
+        assert errors["unknown-set"] == [
+            "UnknownSetError", f"process set 99 is unknown to rank {r} (add it on this rank first)"]
+        assert errors["dtype"] == ["InvalidArgumentError", "array has dtype complex64, which tutti "
+                                   "does not reduce; use one of float16, float32, float64, int8, "
+                                   "uint8, int32, int64"]
+        assert errors["root"] == ["InvalidArgumentError", "broadcast: root rank 7 is not a member "
+                                  "of process set 0"]
+        assert errors["not-initialized"] == ["InvalidArgumentError", "tutti is not initialized: "
+                                             "call tutti.init() first"]
+    assert "error not-a-member NotAMemberError rank 1 is not a member of process set 1" in \
+        lines_of(result, 1)
+    timeout = [line for line in lines_of(result, 0) if line.startswith("error wait-timeout")]
+    assert timeout and timeout[0].split(" ")[2] == "TimeoutError"
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_torch_api(ranks):
+    assert_ok(run_job(ranks, "torch_api.py"), "torch api ok", ranks)
+
+
+def test_distributed_optimizer_matches_single_process_training():
+    assert_ok(run_job(2, "torch_optimizer.py"), "optimizer ok", 2)

@@ -1,0 +1,97 @@
+"""horovod.torch's API on tutti against torch references; prints "torch api ok"."""
+import gc
+import os
+
+import torch
+
+import tutti
+import tutti.torch as hvd
+
+evens_set = hvd.ProcessSet(range(0, int(os.environ["TUTTI_SIZE"]), 2))  # tuttirun sets it
+hvd.init(process_sets=[evens_set])
+rank, size = hvd.rank(), hvd.size()
+assert hvd.is_initialized() and not hvd.nccl_built() and not hvd.cuda_built()
+assert evens_set.process_set_id == 1 and hvd.global_process_set.ranks == list(range(size))
+everyone = [torch.arange(12, dtype=torch.float32).reshape(3, 4) + r for r in range(size)]
+mine = everyone[rank]
+total = sum(everyone)
+
+torch.testing.assert_close(hvd.allreduce(mine), total / size)                     # Average
+torch.testing.assert_close(hvd.allreduce(mine, op=hvd.Sum), total)
+torch.testing.assert_close(hvd.allreduce(mine, average=False, name="legacy"), total)
+torch.testing.assert_close(hvd.allreduce(mine, op=hvd.Min), everyone[0])
+torch.testing.assert_close(hvd.allreduce(mine, op=hvd.Sum, prescale_factor=0.5, postscale_factor=4.0),
+                           total * 2)
+torch.testing.assert_close(hvd.allreduce(mine, compression=hvd.Compression.fp16), total / size)
+for dtype in (torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.uint8,
+              torch.int8):
+    got = hvd.allreduce(torch.ones(5, dtype=dtype) * (rank + 1), op=hvd.Sum, name=f"d.{dtype}")
+    assert got.dtype == dtype and int(got[0]) == size * (size + 1) // 2, (dtype, got)
+t = mine.clone()
+assert hvd.allreduce_(t, op=hvd.Sum) is t
+torch.testing.assert_close(t, total)
+# A non-contiguous tensor reduces in place too.
+wide = torch.zeros(4, 6)
+view = wide[:, ::2]
+view += rank + 1
+hvd.allreduce_(view, op=hvd.Sum, name="strided")
+assert float(wide[0, 0]) == size * (size + 1) / 2 and float(wide[0, 1]) == 0
+
+# Async handles; the tensor's last Python reference dropped before synchronize.
+handle = hvd.allreduce_async_(torch.full((1000,), float(rank)), op=hvd.Sum, name="dropped")
+gc.collect()
+result = hvd.synchronize(handle)
+assert float(result[0]) == size * (size - 1) / 2
+handle = hvd.allreduce_async(mine, name="polled")
+while not hvd.poll(handle):
+    pass
+torch.testing.assert_close(hvd.synchronize(handle), total / size)
+a, b = hvd.grouped_allreduce([mine, mine * 2], op=hvd.Sum)
+torch.testing.assert_close(b, total * 2)
+group = [mine.clone(), mine.clone()]
+hvd.grouped_allreduce_(group, op=hvd.Sum)
+torch.testing.assert_close(group[0], total)
+
+gathered = hvd.allgather(torch.full((rank + 1, 2), rank))
+assert gathered.shape == (size * (size + 1) // 2, 2) and int(gathered[-1, 0]) == size - 1
+x, y = hvd.grouped_allgather([torch.tensor([rank]), torch.tensor([[rank, rank]])])
+assert x.tolist() == list(range(size)) and y.shape == (size, 2)
+b = torch.full((3,), float(rank))
+assert float(hvd.broadcast(b, root_rank=size - 1)[0]) == size - 1 and float(b[0]) == rank
+hvd.broadcast_(b, root_rank=0)
+assert float(b[0]) == 0
+received = hvd.alltoall(torch.arange(2 * size) + 100 * rank)
+assert received.tolist() == [100 * r + 2 * rank + k for r in range(size) for k in range(2)]
+out, splits = hvd.alltoall(torch.full((size,), rank), splits=[1] * size)
+assert splits.tolist() == [1] * size and out.tolist() == list(range(size))
+rows = hvd.reducescatter(torch.ones(2 * size, 3), op=hvd.Sum)
+assert rows.shape == (2, 3) and float(rows[0, 0]) == size
+hvd.barrier()
+
+# Process sets: static (evens), dynamic (odds), calls on the set object.
+if evens_set.included():
+    assert evens_set.rank() == evens_set.ranks.index(rank)
+    torch.testing.assert_close(evens_set.allreduce(torch.ones(2), op=hvd.Sum),
+                               torch.full((2,), float(evens_set.size())))
+else:
+    assert evens_set.rank() == -1
+odds = hvd.add_process_set(hvd.ProcessSet(range(1, size, 2)))
+if odds.included():
+    torch.testing.assert_close(hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=odds),
+                               torch.full((1,), float(odds.size())))
+    assert hvd.remove_process_set(odds)
+
+# Objects and model state.
+assert hvd.broadcast_object({"from": rank}, root_rank=0) == {"from": 0}
+assert hvd.allgather_object(rank * 10) == [r * 10 for r in range(size)]
+torch.manual_seed(rank)
+model = torch.nn.Linear(3, 2)
+opt = torch.optim.Adam(model.parameters(), lr=0.01 * (rank + 1))
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+hvd.broadcast_optimizer_state(opt, root_rank=0)
+weights = hvd.allgather(model.weight.detach().reshape(1, -1))
+assert all(torch.equal(weights[0], weights[r]) for r in range(size))
+assert opt.param_groups[0]["lr"] == 0.01
+assert hvd.join() in range(size)
+hvd.shutdown()
+print("torch api ok")
