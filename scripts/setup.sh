@@ -12,6 +12,8 @@ packages=(
   libspdlog-dev libfmt-dev          # logging
   nlohmann-json3-dev                # timeline files
   python3                           # timeline merge tool and its tests
+  python3-numpy python3-torch python3-pytest   # the Python package and its tests
+  python3-venv python3-setuptools python3-wheel python3-pip  # its pip-install test
 )
 
 missing=()

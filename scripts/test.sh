@@ -20,6 +20,9 @@ stage setup 900 bash scripts/setup.sh
 stage "configure release" 120 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 stage "build release" 1200 cmake --build build -j "$JOBS"
 stage "test release" 900 ctest --test-dir build --output-on-failure --timeout 300
+# The Python package (ctypes over the release build's libtutti.so) with Debian's Python, torch
+# and pytest: real jobs under tuttirun.
+TUTTI_BUILD_DIR=build stage "test python" 900 /usr/bin/python3 -m pytest -q tests/python
 stage "configure asan+ubsan" 120 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTUTTI_SANITIZE=ON
 stage "build asan+ubsan" 1500 cmake --build build-asan -j "$JOBS"
 # The whole suite again under the sanitizers: it takes about as long as the release suite, and the
