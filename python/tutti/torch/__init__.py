@@ -5,6 +5,7 @@ CPU tensors only in this build: contiguous tensors are passed by pointer without
 alive by their request until it completes.
 """
 import io
+import itertools
 import pickle
 
 import torch
@@ -160,14 +161,14 @@ def _new_tensor(dtype, shape):
 
 # Horovod handles are integers: poll(handle) / synchronize(handle).
 _handles = {}
-_next_handle = [0]
+_handle_ids = itertools.count(1)  # next() is atomic: threads may submit concurrently
 
 
 def _register(handle, finish=None):
     """Wraps a tutti Handle; `finish(result)` maps the raw result to what synchronize returns."""
-    _next_handle[0] += 1
-    _handles[_next_handle[0]] = (handle, finish)
-    return _next_handle[0]
+    key = next(_handle_ids)
+    _handles[key] = (handle, finish)
+    return key
 
 
 def poll(handle):

@@ -1,5 +1,6 @@
 """horovod.torch's API on tutti against torch references; prints "torch api ok"."""
 import gc
+import json
 import os
 
 import torch
@@ -93,5 +94,13 @@ weights = hvd.allgather(model.weight.detach().reshape(1, -1))
 assert all(torch.equal(weights[0], weights[r]) for r in range(size))
 assert opt.param_groups[0]["lr"] == 0.01
 assert hvd.join() in range(size)
+timeline = f"/tmp/tutti-torch-api-{os.getpid()}.json"
+hvd.start_timeline(timeline)
+hvd.allreduce(torch.ones(2), name="traced")
+hvd.stop_timeline()
+with open(timeline) as f:
+    events = json.load(f)["traceEvents"]
+os.remove(timeline)
+assert any(e.get("name") == "traced" for e in events), events
 hvd.shutdown()
 print("torch api ok")
