@@ -47,8 +47,9 @@ Status ProcessSetTable::DefineStatic(std::vector<std::vector<int32_t>> lists,
     auto known = by_ranks_.find(lists[i]);
     if (known != by_ranks_.end())
       return Status(Code::kInvalidArgument,
-                    fmt::format("static process set {} repeats the ranks {} of set {}", i + 1,
-                                FormatRanks(lists[i]), known->second));
+                    fmt::format("static process set {} repeats the ranks {} of set {}{}", i + 1,
+                                FormatRanks(lists[i]), known->second,
+                                known->second == 0 ? " (the world)" : ""));
     int32_t id = next_id_++;
     by_ranks_[lists[i]] = id;
     live_[id] = Entry{std::move(lists[i]), State::kActive, {}};

@@ -124,7 +124,7 @@ TEST(ProcessSetTable, StaticSets) {
   EXPECT_EQ(status.message(), "static process set 2 repeats the ranks [0, 1] of set 1");
   ProcessSetTable whole(2);
   status = whole.DefineStatic({{1, 0}}, &ids);
-  EXPECT_EQ(status.message(), "static process set 1 repeats the ranks [0, 1] of set 0");
+  EXPECT_EQ(status.message(), "static process set 1 repeats the ranks [0, 1] of set 0 (the world)");
 }
 
 }  // namespace

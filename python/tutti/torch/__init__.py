@@ -214,18 +214,42 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
                     postscale_factor=1.0, process_set=global_process_set, priority=0):
     """Reduces into a new tensor; returns a handle."""
     op, pre, post = _reduce_factors(op, average, prescale_factor, postscale_factor)
-    source = _contiguous(tensor)
+    source = _contiguous(tensor.detach())
     output = torch.empty_like(source)
     handle = _tutti._rt().allreduce(_buffer(source), _buffer(output), name, _set_id(process_set),
                                     op, pre, post, priority)
     return _register(handle, lambda _: output)
 
 
+class _AllreduceFunction(torch.autograd.Function):
+    """Allreduce inside autograd: the gradient is allreduced the same way (as Horovod)."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, prescale, postscale, process_set):
+        ctx.args = (op, prescale, postscale, process_set)
+        return synchronize(allreduce_async(tensor, None, name, op, prescale, postscale,
+                                           process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        op, prescale, postscale, process_set = ctx.args
+        grad = synchronize(allreduce_async(grad_output, None, None, op, prescale, postscale,
+                                           process_set))
+        return grad, None, None, None, None, None
+
+
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces into a new tensor; differentiable (the gradient is reduced alike)."""
+    op, prescale_factor, postscale_factor = _reduce_factors(op, average, prescale_factor,
+                                                            postscale_factor)
     compressed, ctx = compression.compress(tensor)
-    result = synchronize(allreduce_async(compressed, average, name, op, prescale_factor,
-                                         postscale_factor, process_set))
+    if compressed.requires_grad:
+        result = _AllreduceFunction.apply(compressed, name, op, prescale_factor, postscale_factor,
+                                          process_set)
+    else:
+        result = synchronize(allreduce_async(compressed, None, name, op, prescale_factor,
+                                             postscale_factor, process_set))
     return compression.decompress(result, ctx)
 
 
@@ -278,11 +302,38 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 # ---- allgather, broadcast, alltoall, reducescatter ----------------------------------------------
 def allgather_async(tensor, name=None, process_set=global_process_set):
-    return _register(_tutti._rt().allgather(_buffer(_contiguous(tensor)), _new_tensor, name,
-                                            _set_id(process_set)))
+    return _register(_tutti._rt().allgather(_buffer(_contiguous(tensor.detach())), _new_tensor,
+                                            name, _set_id(process_set)))
+
+
+class _AllgatherFunction(torch.autograd.Function):
+    """Allgather inside autograd: each member's gradient is the sum of its rows' gradients."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        ctx.process_set = process_set
+        ctx.rows = tensor.shape[0] if tensor.dim() > 0 else 1
+        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64), None,
+                                           process_set))
+        ctx.offset = int(rows[:_set_position(process_set)].sum())
+        return synchronize(allgather_async(tensor, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = synchronize(allreduce_async(grad_output.contiguous(), None, None, Sum, 1.0, 1.0,
+                                           ctx.process_set))
+        return grad[ctx.offset:ctx.offset + ctx.rows], None, None
+
+
+def _set_position(process_set):
+    ranks = _tutti.process_set_ranks(_set_id(process_set))
+    return ranks.index(rank())
 
 
 def allgather(tensor, name=None, process_set=global_process_set):
+    """Concatenates every member's tensor along the first dimension; differentiable."""
+    if tensor.requires_grad:
+        return _AllgatherFunction.apply(tensor, name, process_set)
     return synchronize(allgather_async(tensor, name, process_set))
 
 
@@ -302,12 +353,32 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
-    output = _contiguous(tensor).clone()
+    output = _contiguous(tensor.detach()).clone()
     handle = _tutti._rt().broadcast(_buffer(output), root_rank, name, _set_id(process_set))
     return _register(handle, lambda _: output)
 
 
+class _BroadcastFunction(torch.autograd.Function):
+    """Broadcast inside autograd: the root's gradient is the sum of everyone's, others get 0."""
+
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank, ctx.process_set = root_rank, process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = synchronize(allreduce_async(grad_output.contiguous(), None, None, Sum, 1.0, 1.0,
+                                           ctx.process_set))
+        if rank() != ctx.root_rank:
+            grad = torch.zeros_like(grad)
+        return grad, None, None, None
+
+
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """Returns `root_rank`'s tensor on every member; differentiable."""
+    if tensor.requires_grad:
+        return _BroadcastFunction.apply(tensor, root_rank, name, process_set)
     return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
 

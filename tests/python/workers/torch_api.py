@@ -69,6 +69,19 @@ rows = hvd.reducescatter(torch.ones(2 * size, 3), op=hvd.Sum)
 assert rows.shape == (2, 3) and float(rows[0, 0]) == size
 hvd.barrier()
 
+# Autograd through collectives, as in Horovod: gradients are reduced alike.
+x = torch.full((2,), float(rank + 1), requires_grad=True)
+hvd.allreduce(x, op=hvd.Sum, name="ad.allreduce").sum().backward()
+assert x.grad.tolist() == [float(size)] * 2, x.grad
+x = torch.ones(rank + 1, 2, requires_grad=True)
+gathered = hvd.allgather(x, name="ad.allgather")
+(gathered * torch.arange(gathered.shape[0]).unsqueeze(1)).sum().backward()
+first_row = rank * (rank + 1) // 2  # this rank's rows start after everyone before it
+assert x.grad[:, 0].tolist() == [float(size * (first_row + k)) for k in range(rank + 1)], x.grad
+x = torch.ones(3, requires_grad=True)
+hvd.broadcast(x, root_rank=0, name="ad.broadcast").sum().backward()
+assert x.grad.tolist() == [float(size if rank == 0 else 0)] * 3, x.grad
+
 # Process sets: static (evens), dynamic (odds), calls on the set object.
 if evens_set.included():
     assert evens_set.rank() == evens_set.ranks.index(rank)
