@@ -9,7 +9,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.environ.get("TUTTI_BUILD_DIR", os.path.join(ROOT, "build"))
+# Absolute: some tests run programs from other working directories.
+BUILD = os.path.join(ROOT, os.environ.get("TUTTI_BUILD_DIR", "build"))
 WORKERS = os.path.join(ROOT, "tests", "python", "workers")
 
 
