@@ -43,12 +43,16 @@ struct Options {
   std::string job;
   std::string log_level = "warn";
   std::string coordinator_timeline;
+  bool no_prefix = false;
   std::vector<std::string> command;
 };
 
 // Written by signal handlers, read by the main loop: signals become poll() events, so the loop
 // has a single place where it waits and no race between checking a flag and sleeping.
 int g_wake_write_fd = -1;
+
+// Whether rank output lines get their "[rank] " prefix (--no-prefix clears it before ranks start).
+bool g_prefix_lines = true;
 
 void OnSignal(int sig) {
   const int saved = errno;
@@ -140,6 +144,9 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
   app.add_option("--coordinator-timeline", opts.coordinator_timeline,
                  "Embedded coordinator's negotiation timeline (Chrome trace JSON), to merge with "
                  "the ranks' TUTTI_TIMELINE files (docs/timeline.md)");
+  app.add_flag("--no-prefix", opts.no_prefix,
+               "Pass the ranks' output lines through without the \"[rank] \" prefix (for "
+               "programs whose output is parsed, such as benchmarks)");
   // Everything from PROGRAM on is left unparsed, leading dashes included.
   app.prefix_command();
 
@@ -361,7 +368,7 @@ class Supervisor {
 
   static void Forward(int rank, Stream s, std::string_view line) {
     // One write per line: tuttirun is the only writer, so lines never interleave.
-    std::string out = "[" + std::to_string(rank) + "] ";
+    std::string out = g_prefix_lines ? "[" + std::to_string(rank) + "] " : std::string();
     out.append(line);
     out += '\n';
     WriteAll(s == Stream::kOut ? STDOUT_FILENO : STDERR_FILENO, out);
@@ -382,6 +389,7 @@ int Main(int argc, char** argv) {
 
   const std::string token = RandomHex(16);
   if (opts.job.empty()) opts.job = "tuttirun-" + RandomHex(8);
+  g_prefix_lines = !opts.no_prefix;
 
   int wake[2];
   if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) {

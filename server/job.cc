@@ -252,9 +252,11 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock:
         if (!(static_cast<unsigned char>(bits[byte]) & (1u << bit))) continue;
         const uint32_t slot = set.cached_base() + static_cast<uint32_t>(8 * byte + bit);
         counters_.set_tensors_announced_cached(counters_.tensors_announced_cached() + 1);
-        std::string name = fmt::format("#cache-slot-{}", slot);  // until the slot names it
+        std::string name;  // the tensor's, once the slot names it
         Status status = negotiator.AnnounceCached(rank, slot, &ready, now, &name);
-        if (!status.ok()) Refuse(rank, status, set.set_id(), name, out);
+        if (!status.ok())
+          Refuse(rank, status, set.set_id(),
+                 name.empty() ? fmt::format("#cache-slot-{}", slot) : name, out);
       }
     // After the bits: a bit sent before the rank applied an eviction still meant the old tensor.
     negotiator.AcknowledgeEvictions(rank, set.evictions_seen());

@@ -137,7 +137,7 @@ Status Negotiator::AnnounceCached(int32_t rank, uint32_t slot, std::vector<wire:
                               "holds no tensor of it",
                               rank, slot, set_id_));
   if (name) *name = spec->name();
-  return Announce(rank, wire::TensorSpec(*spec), ready, now);
+  return Record(rank, *spec, ready, now);
 }
 
 void Negotiator::AcknowledgeEvictions(int32_t rank, uint64_t seen) {
@@ -151,8 +151,13 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
   if (it == members_.end() || *it != rank)
     return Status(Code::kNotAMember,
                   fmt::format("rank {} is not a member of process set {}", rank, set_id_));
-  const size_t index = static_cast<size_t>(it - members_.begin());
-  cache_.Observe(index, spec);
+  cache_.Observe(static_cast<size_t>(it - members_.begin()), spec);
+  return Record(rank, spec, ready, now);
+}
+
+Status Negotiator::Record(int32_t rank, const wire::TensorSpec& spec,
+                          std::vector<wire::Response>* ready, Clock::time_point now) {
+  const size_t index = IndexOf(rank);
 
   if (pending_.size() >= kMaxPending && !pending_.count(spec.name()))
     return Status(Code::kInvalidArgument,

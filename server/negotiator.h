@@ -89,6 +89,9 @@ class Negotiator {
   };
 
   size_t IndexOf(int32_t rank) const;
+  // Records a member's announcement (full or expanded from the cache) and releases what completes.
+  Status Record(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready,
+                Clock::time_point now);
   wire::Response Resolve(const std::string& name, const Pending& pending) const;
   // Releases the tensor if every member that has not joined announced it; `last_rank` completed it.
   void ReleaseIfComplete(std::unordered_map<std::string, Pending>::iterator entry,

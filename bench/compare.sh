@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# tutti beside OpenMPI, Gloo and torch.distributed, in the same run on this machine, measured by
+# ../shared/bench-peers (the peers' method; tutti's bench/allreduce_bench prints the same lines).
+# Installs the peers from Debian packages when missing, builds everything, runs REPS interleaved
+# repetitions, and prints the table with ratios tutti/peer and a PNG plot of busbw against size.
+#   bash bench/compare.sh                       # REPS=5 NPS="2 4", about 10 minutes
+#   REPS=3 NPS=2 PEERS="mpi-tcp gloo-new" bash bench/compare.sh
+# Output: $B/compare.csv (raw lines), $B/compare.md (the table), $B/compare.png (the plot);
+# B defaults to /tmp/tutti-peers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+P=${PEERS_DIR:-$ROOT/../shared/bench-peers}
+export B=${B:-/tmp/tutti-peers}
+REPS=${REPS:-5}
+NPS=${NPS:-"2 4"}
+PEERS=${PEERS:-"mpi-sm mpi-tcp gloo-new torch-gloo"}
+
+[ -d "$P" ] || { echo "compare.sh: no peer benchmarks at $P (set PEERS_DIR)" >&2; exit 2; }
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+missing=()
+for p in openmpi-bin libopenmpi-dev libgloo-dev python3-torch python3-matplotlib; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "compare.sh: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+bash scripts/setup.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build --target tuttirun allreduce_bench
+make -s -C "$P" B="$B" all
+
+mkdir -p "$B"
+OUT=$B/compare.csv
+rm -f "$OUT"
+bench="$ROOT/build/tuttirun --no-prefix -np {np} $ROOT/build/bench/allreduce_bench"
+EXTRA="tutti-tcp=$bench --label tutti-tcp" PEERS="$PEERS tutti-tcp" REPS=$REPS NPS=$NPS OUT=$OUT \
+  "$P/run_all.sh" 2> "$B/compare.log" || { echo "compare.sh: a run failed; see $B/compare.log" >&2; }
+/usr/bin/python3 bench/compare_report.py "$OUT" --tutti tutti-tcp --plot "$B/compare.png" | tee "$B/compare.md"
+echo "compare.sh: table $B/compare.md, plot $B/compare.png, raw $OUT"
