@@ -10,6 +10,8 @@ system path.
     total = tutti.allreduce(np.ones(4, np.float32))
     tutti.shutdown()
 """
+import atexit
+
 import numpy as np
 
 from . import _capi
@@ -77,11 +79,15 @@ def init(coordinator=None, job=None, token=None, rank=None, size=None, static_se
 
 
 def shutdown():
-    """Leaves the job; pending requests fail with tutti.ShutDownError."""
+    """Leaves the job; pending requests fail with tutti.ShutDownError. Runs at exit too, so a
+    script that never calls it still leaves cleanly (its peers see an orderly leave)."""
     global _runtime
     if _runtime is not None:
         runtime, _runtime = _runtime, None
         runtime.finalize()
+
+
+atexit.register(shutdown)
 
 
 def is_initialized():

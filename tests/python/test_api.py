@@ -47,3 +47,13 @@ def test_torch_api(ranks):
 
 def test_distributed_optimizer_matches_single_process_training():
     assert_ok(run_job(2, "torch_optimizer.py"), "optimizer ok", 2)
+
+
+def test_exit_without_shutdown_still_leaves_in_order():
+    result = run_job(2, "no_shutdown.py", timeout=120)
+    assert_ok(result, "exiting", 2)
+    lost = [line for line in lines_of(result, 0) if line.startswith("peer lost after ")]
+    assert lost, result.stdout
+    seconds, message = lost[0][len("peer lost after "):].split(" s: ", 1)
+    assert message.startswith("peer lost: rank 1 finalized"), message
+    assert float(seconds) < 3.0, lost  # the lease would have taken 5 s
