@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "client/half.h"
+#include "client/reduce_f16c.h"
 
 namespace tutti {
 namespace {
@@ -135,7 +136,13 @@ void Scale(void* dst, const void* src, size_t n, DType dtype, double factor) {
   const float f32 = static_cast<float>(factor);
   auto by_f32 = [f32](float x) { return x * f32; };
   switch (dtype) {
-    case DType::kFloat16: return Map<Half>(dst, src, n, by_f32);
+    case DType::kFloat16: {
+      size_t done = 0;
+      if (f16c::Available())
+        done = f16c::Scale(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, f32);
+      return Map<Half>(static_cast<uint16_t*>(dst) + done, static_cast<const uint16_t*>(src) + done,
+                       n - done, by_f32);
+    }
     case DType::kBFloat16: return Map<BFloat16>(dst, src, n, by_f32);
     case DType::kFloat32: return Map<Plain<float>>(dst, src, n, by_f32);
     case DType::kFloat64:
@@ -159,7 +166,15 @@ void DivideInt(void* buf, size_t n, int64_t divisor) {
 
 void ReduceInto(void* acc, const void* in, size_t count, DType dtype, ReduceOp op) {
   switch (dtype) {
-    case DType::kFloat16: return ReduceTyped<Half, Half>(acc, in, count, op);
+    case DType::kFloat16: {
+      // The scalar half conversions run at about a twentieth of memory speed: widen eight at a
+      // time where the CPU can, and finish the tail below.
+      size_t done = 0;
+      if (f16c::Available())
+        done = f16c::Combine(static_cast<uint16_t*>(acc), static_cast<const uint16_t*>(in), count, op);
+      return ReduceTyped<Half, Half>(static_cast<uint16_t*>(acc) + done,
+                                     static_cast<const uint16_t*>(in) + done, count - done, op);
+    }
     case DType::kBFloat16: return ReduceTyped<BFloat16, BFloat16>(acc, in, count, op);
     case DType::kFloat32: return ReduceTyped<Plain<float>, Plain<float>>(acc, in, count, op);
     case DType::kFloat64: return ReduceTyped<Plain<double>, Plain<double>>(acc, in, count, op);

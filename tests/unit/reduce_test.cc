@@ -1,4 +1,5 @@
 #include "client/reduce.h"
+#include "client/reduce_f16c.h"
 
 #include <gtest/gtest.h>
 
@@ -539,6 +540,40 @@ TEST(DivideTest, FloatingDividesExactly) {
   uint16_t h[] = {FloatToHalf(6.0f)};
   DivideInPlace(h, 1, DType::kFloat16, 4);
   EXPECT_EQ(1.5f, HalfToFloat(h[0]));
+}
+
+// ---- the F16C kernels against the scalar conversions, on every float16 bit pattern -------------
+
+TEST(F16cTest, EveryBitPatternMatchesTheScalarKernelsAcrossOps) {
+  if (!f16c::Available()) GTEST_SKIP() << "this CPU lacks AVX and F16C: the scalar kernels run";
+  const uint16_t partners[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x0001, 0x7bff, 0x7c00, 0x7e00};
+  std::vector<uint16_t> acc(65536 * 8), in(65536 * 8);
+  for (uint32_t a = 0; a < 65536; ++a)
+    for (size_t k = 0; k < 8; ++k) {
+      acc[a * 8 + k] = static_cast<uint16_t>(a);
+      in[a * 8 + k] = partners[k];
+    }
+  for (ReduceOp op : kAllOps) {
+    std::vector<uint16_t> got = acc;
+    ASSERT_EQ(f16c::Combine(got.data(), in.data(), got.size(), op), got.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const float want = HalfToFloat(FloatToHalf(FloatRef(HalfToFloat(acc[i]), HalfToFloat(in[i]), op)));
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(HalfToFloat(got[i]))) << std::hex << acc[i] << " " << in[i];
+      } else {
+        ASSERT_EQ(FloatToHalf(want), got[i]) << std::hex << acc[i] << " op " << static_cast<int>(op)
+                                             << " " << in[i];
+      }
+    }
+  }
+  std::vector<uint16_t> scaled(65536);
+  for (uint32_t a = 0; a < 65536; ++a) scaled[a] = static_cast<uint16_t>(a);
+  ASSERT_EQ(f16c::Scale(scaled.data(), scaled.data(), scaled.size(), 0.1f), scaled.size());
+  for (uint32_t a = 0; a < 65536; ++a) {
+    const float want = HalfToFloat(FloatToHalf(HalfToFloat(static_cast<uint16_t>(a)) * 0.1f));
+    if (std::isnan(want)) continue;
+    ASSERT_EQ(FloatToHalf(want), scaled[a]) << std::hex << a;
+  }
 }
 
 }  // namespace
