@@ -1,5 +1,5 @@
 #include "client/reduce.h"
-#include "client/reduce_f16c.h"
+#include "client/reduce_narrow_simd.h"
 
 #include <gtest/gtest.h>
 
@@ -542,39 +542,52 @@ TEST(DivideTest, FloatingDividesExactly) {
   EXPECT_EQ(1.5f, HalfToFloat(h[0]));
 }
 
-// ---- the F16C kernels against the scalar conversions, on every float16 bit pattern -------------
+// ---- the SIMD 16-bit kernels against the scalar conversions, on every bit pattern --------------
 
-TEST(F16cTest, EveryBitPatternMatchesTheScalarKernelsAcrossOps) {
-  if (!f16c::Available()) GTEST_SKIP() << "this CPU lacks AVX and F16C: the scalar kernels run";
-  const uint16_t partners[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x0001, 0x7bff, 0x7c00, 0x7e00};
+class NarrowSimdTest : public ::testing::TestWithParam<Narrow> {};
+
+TEST_P(NarrowSimdTest, EveryBitPatternMatchesTheScalarKernelsAcrossOps) {
+  const Narrow& p = GetParam();
+  if (!narrow_simd::Available(p.dtype)) GTEST_SKIP() << "this CPU lacks AVX2 and F16C";
+  // Partners: zeros, ones, the smallest subnormal/denormal, the largest finite, infinity, NaN.
+  const float partner_values[] = {0.0f, -0.0f, 1.0f, -1.0f, 1e-7f, 6.0e4f, INFINITY, NAN};
   std::vector<uint16_t> acc(65536 * 8), in(65536 * 8);
   for (uint32_t a = 0; a < 65536; ++a)
     for (size_t k = 0; k < 8; ++k) {
       acc[a * 8 + k] = static_cast<uint16_t>(a);
-      in[a * 8 + k] = partners[k];
+      in[a * 8 + k] = p.from_float(partner_values[k]);
     }
   for (ReduceOp op : kAllOps) {
     std::vector<uint16_t> got = acc;
-    ASSERT_EQ(f16c::Combine(got.data(), in.data(), got.size(), op), got.size());
+    ASSERT_EQ(narrow_simd::Combine(p.dtype, got.data(), in.data(), got.size(), op), got.size());
     for (size_t i = 0; i < got.size(); ++i) {
-      const float want = HalfToFloat(FloatToHalf(FloatRef(HalfToFloat(acc[i]), HalfToFloat(in[i]), op)));
-      if (std::isnan(want)) {
-        ASSERT_TRUE(std::isnan(HalfToFloat(got[i]))) << std::hex << acc[i] << " " << in[i];
+      const uint16_t want = p.from_float(FloatRef(p.to_float(acc[i]), p.to_float(in[i]), op));
+      if (std::isnan(p.to_float(want))) {
+        ASSERT_TRUE(std::isnan(p.to_float(got[i]))) << std::hex << acc[i] << " " << in[i];
       } else {
-        ASSERT_EQ(FloatToHalf(want), got[i]) << std::hex << acc[i] << " op " << static_cast<int>(op)
-                                             << " " << in[i];
+        ASSERT_EQ(want, got[i]) << std::hex << acc[i] << " op " << static_cast<int>(op) << " "
+                                << in[i];
       }
     }
   }
   std::vector<uint16_t> scaled(65536);
   for (uint32_t a = 0; a < 65536; ++a) scaled[a] = static_cast<uint16_t>(a);
-  ASSERT_EQ(f16c::Scale(scaled.data(), scaled.data(), scaled.size(), 0.1f), scaled.size());
+  ASSERT_EQ(narrow_simd::Scale(p.dtype, scaled.data(), scaled.data(), scaled.size(), 0.1f),
+            scaled.size());
   for (uint32_t a = 0; a < 65536; ++a) {
-    const float want = HalfToFloat(FloatToHalf(HalfToFloat(static_cast<uint16_t>(a)) * 0.1f));
-    if (std::isnan(want)) continue;
-    ASSERT_EQ(FloatToHalf(want), scaled[a]) << std::hex << a;
+    const uint16_t want = p.from_float(p.to_float(static_cast<uint16_t>(a)) * 0.1f);
+    if (std::isnan(p.to_float(want))) {
+      ASSERT_TRUE(std::isnan(p.to_float(scaled[a]))) << std::hex << a;
+    } else {
+      ASSERT_EQ(want, scaled[a]) << std::hex << a;
+    }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Formats, NarrowSimdTest,
+                         ::testing::Values(Narrow{DType::kFloat16, HalfToFloat, FloatToHalf},
+                                           Narrow{DType::kBFloat16, BFloat16ToFloat,
+                                                  FloatToBFloat16}));
 
 }  // namespace
 }  // namespace tutti
