@@ -201,7 +201,6 @@ class Runtime:
         handle = ctypes.c_void_p()
         check(_capi.tutti_init(ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
-        self._lock = threading.Lock()
 
     # ---- lifetime ------------------------------------------------------------------------------
     @property
