@@ -59,21 +59,6 @@ static void barrier(void) {
   CHECK(tutti_request_free(request));
 }
 
-/* The largest value of `values` over the ranks, element-wise, in place. */
-static void max_over_ranks(double* values, int64_t count) {
-  tutti_tensor_t t = TUTTI_TENSOR_INIT;
-  t.data = values;
-  t.dtype = TUTTI_DTYPE_FLOAT64;
-  t.ndim = 1;
-  t.shape = &count;
-  tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
-  options.reduce_op = TUTTI_OP_MAX;
-  tutti_request_t request;
-  CHECK(tutti_allreduce(rt, "bench.max", TUTTI_WORLD, &t, &t, &options, &request));
-  CHECK(tutti_request_wait(request, -1));
-  CHECK(tutti_request_free(request));
-}
-
 /* The peers' table: warm-up calls and timed calls per size. */
 static void iterations(long bytes, int* warmup, int* iters) {
   if (bytes <= 4096) *warmup = 20, *iters = 500;
@@ -105,7 +90,7 @@ static void sweep(const char* label, const long* sizes, int nsizes) {
     double start = bench_now_us();
     for (int i = 0; i < iters; ++i) allreduce("sweep", &b, TUTTI_OP_SUM);
     double avg_us = (bench_now_us() - start) / iters;
-    max_over_ranks(&avg_us, 1);
+    bench_max_over_ranks(rt, &avg_us, 1);
     const double algbw = bytes / avg_us / 1e3;
     if (rank == 0)
       printf("RESULT,%s,%d,%ld,%d,%.2f,%.4f,%.4f\n", label, size, bytes, iters, avg_us, algbw,
@@ -137,7 +122,7 @@ static void step_test(const char* label, int ntensors, int steps) {
     }
     if (step >= 0) times[step] = bench_now_us() - start;
   }
-  max_over_ranks(times, steps);
+  bench_max_over_ranks(rt, times, steps);
   /* The bucketing reference: all the step's bytes in one allreduce. */
   buffer_t fused;
   buffer_init(&fused, count * ntensors);
@@ -147,7 +132,7 @@ static void step_test(const char* label, int ntensors, int steps) {
   double start = bench_now_us();
   for (int i = 0; i < fused_iters; ++i) allreduce("fused", &fused, TUTTI_OP_SUM);
   double fused_us = (bench_now_us() - start) / fused_iters;
-  max_over_ranks(&fused_us, 1);
+  bench_max_over_ranks(rt, &fused_us, 1);
   double sum = 0;
   for (int i = 0; i < steps; ++i) sum += times[i];
   qsort(times, (size_t)steps, sizeof(double), bench_compare_doubles);

@@ -280,20 +280,7 @@ int main(int argc, char** argv) {
   }
 
   /* The step ends when its slowest rank is done: take each step's maximum over ranks. */
-  {
-    int64_t n = steps;
-    tutti_tensor_t t = TUTTI_TENSOR_INIT;
-    t.data = times;
-    t.dtype = TUTTI_DTYPE_FLOAT64;
-    t.ndim = 1;
-    t.shape = &n;
-    tutti_allreduce_options_t opts = TUTTI_ALLREDUCE_OPTIONS_INIT;
-    opts.reduce_op = TUTTI_OP_MAX;
-    tutti_request_t req;
-    CHECK(tutti_allreduce(rt, "training_step.step_ms", TUTTI_WORLD, &t, &t, &opts, &req));
-    CHECK(tutti_request_wait(req, -1));
-    CHECK(tutti_request_free(req));
-  }
+  bench_max_over_ranks(rt, times, steps);
 
   if (rank == 0) {
     for (int s = 0; s < steps; ++s) printf("step %d: %.2f ms\n", warmup + s + 1, times[s]);
