@@ -108,7 +108,8 @@ std::vector<std::string> NormalizeArgs(int argc, char** argv) {
     std::string& a = args[i];
     if (a == "--") break;
     if (a == "-np" || a.rfind("-np=", 0) == 0) a.insert(0, "-");
-    if (a == "--np" || a == "-n" || a == "--coordinator" || a == "--job" || a == "--log-level") {
+    if (a == "--np" || a == "-n" || a == "--coordinator" || a == "--job" || a == "--log-level" ||
+        a == "--coordinator-timeline") {
       ++i;  // skip the value
     } else if (a.empty() || a[0] != '-') {
       break;  // the program

@@ -356,6 +356,17 @@ TEST(Tuttirun, PassesArgumentsWithLeadingDashesThrough) {
                        "[0] <--coordinator=y>\n");
 }
 
+TEST(Tuttirun, NoPrefixPassesLinesThroughAndOptionValuesAreNotTheProgram) {
+  // -np after an option that takes a value is still tuttirun's.
+  Tuttirun run({"--no-prefix", "--log-level", "warn", "--coordinator-timeline", "/dev/null", "-np",
+                "2", "--coordinator", kNoCoordinator, "sh", "-c", "echo line $TUTTI_RANK"});
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  auto lines = Lines(run.out());
+  EXPECT_EQ(lines.size(), 2u) << run.out();
+  EXPECT_TRUE(Contains(lines, "line 0")) << run.out();
+  EXPECT_TRUE(Contains(lines, "line 1")) << run.out();
+}
+
 TEST(Tuttirun, DoubleDashSeparatesTheProgram) {
   Tuttirun run({"--np", "1", "--coordinator", kNoCoordinator, "--", "sh", "-c", "echo ok"});
   ASSERT_EQ(run.Wait(), 0) << run.err();
