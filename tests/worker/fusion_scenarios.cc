@@ -269,10 +269,16 @@ int Priorities() {
 
 // Ranks 0 and 1 submit "x", rank 2 submits "z": each waits for members that never come, so the
 // stall inspector (thresholds from the test's environment) fails both. Prints
-// "status <name> <code> <message>".
+// "status <name> <code> <message>", then meets the others in a barrier.
 int Stall() {
   Tensor t(TUTTI_DTYPE_FLOAT32, 4, 4);
   Allreduce(my_rank == 2 ? "z" : "x", TUTTI_WORLD, t);
+  // Nobody leaves before every stall was reported: a rank that finalized first would fail the
+  // other's tensor with "peer lost" before its own stall deadline.
+  tutti_request_t barrier;
+  Check("barrier", tutti_barrier(rt, TUTTI_WORLD, &barrier));
+  Check("barrier wait", tutti_request_wait(barrier, -1));
+  tutti_request_free(barrier);
   return 0;
 }
 
