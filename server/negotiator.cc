@@ -207,15 +207,16 @@ void Negotiator::ReleaseIfComplete(std::unordered_map<std::string, Pending>::ite
 }
 
 void Negotiator::Release(wire::Response response, std::vector<wire::Response>* ready) {
-  const wire::TensorSpec spec = response.spec();
-  if (spec.group().empty()) {
+  if (response.spec().group().empty()) {
     ready->push_back(std::move(response));
     return;
   }
   // A group leaves only whole, in index order; one failed tensor fails them all alike.
-  auto& group = groups_[spec.group()];
+  const std::string name = response.spec().group();
+  const int32_t size = response.spec().group_size();
+  auto& group = groups_[name];
   group.push_back(std::move(response));
-  if (static_cast<int32_t>(group.size()) < spec.group_size()) return;
+  if (static_cast<int32_t>(group.size()) < size) return;
   std::sort(group.begin(), group.end(), [](const wire::Response& a, const wire::Response& b) {
     return a.spec().group_index() < b.spec().group_index();
   });
@@ -227,7 +228,7 @@ void Negotiator::Release(wire::Response response, std::vector<wire::Response>* r
     if (failed) *r.mutable_error() = error;
     ready->push_back(std::move(r));
   }
-  groups_.erase(spec.group());
+  groups_.erase(name);
 }
 
 wire::Response Negotiator::Resolve(const std::string& name, const Pending& pending) const {

@@ -128,10 +128,8 @@ def allreduce_async(array, out=None, op=Sum, name=None, process_set=WORLD, presc
     if out is None:
         out = np.empty_like(source.owner)
     target = _buffer(out, writable=True, what="out")
-    handle = _rt().allreduce(source, target, name, process_set, op, prescale_factor,
-                             postscale_factor, priority)
-    handle._finish = lambda request: out
-    return handle
+    return _rt().allreduce(source, target, name, process_set, op, prescale_factor,
+                           postscale_factor, priority, finish=lambda request: out)
 
 
 def allreduce(array, out=None, **kwargs):
@@ -143,10 +141,8 @@ def grouped_allreduce_async(arrays, op=Sum, name=None, process_set=WORLD, presca
     sources = [_buffer(a) for a in arrays]
     outs = [np.empty_like(s.owner) for s in sources]
     targets = [_buffer(o, writable=True) for o in outs]
-    handle = _rt().grouped_allreduce(sources, targets, name, process_set, op, prescale_factor,
-                                     postscale_factor, priority)
-    handle._finish = lambda request: outs
-    return handle
+    return _rt().grouped_allreduce(sources, targets, name, process_set, op, prescale_factor,
+                                   postscale_factor, priority, finish=lambda request: outs)
 
 
 def grouped_allreduce(arrays, **kwargs):
@@ -155,9 +151,8 @@ def grouped_allreduce(arrays, **kwargs):
 
 def broadcast_async(array, root, name=None, process_set=WORLD):
     """Broadcasts `array` in place from global rank `root`; the result is `array`."""
-    handle = _rt().broadcast(_buffer(array, writable=True), root, name, process_set)
-    handle._finish = lambda request: array
-    return handle
+    return _rt().broadcast(_buffer(array, writable=True), root, name, process_set,
+                           finish=lambda request: array)
 
 
 def broadcast(array, root, **kwargs):
@@ -209,9 +204,8 @@ def send(array, destination, **kwargs):
 
 def recv_async(array, source, tag=0, process_set=WORLD):
     """Receives into `array` (which must have exactly the sent size)."""
-    handle = _rt().recv(_buffer(array, writable=True), source, tag, process_set)
-    handle._finish = lambda request: array
-    return handle
+    return _rt().recv(_buffer(array, writable=True), source, tag, process_set,
+                      finish=lambda request: array)
 
 
 def recv(array, source, **kwargs):

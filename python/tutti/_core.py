@@ -262,16 +262,17 @@ class Runtime:
         check(call(ctypes.byref(request)))
         return Handle(request, keepalive, finish)
 
+    # `finish`, where given, maps the completed request to the handle's result (default: None).
     def allreduce(self, buffer, output, name=None, set_id=0, op=_capi.OP_AVERAGE, prescale=1.0,
-                  postscale=1.0, priority=0):
+                  postscale=1.0, priority=0, finish=None):
         (t_in, s_in), (t_out, s_out) = buffer.describe(), output.describe()
         options = _reduce_options(op, prescale, postscale, priority)
         return self._submit(lambda r: _capi.tutti_allreduce(
             self.handle, _name(name), set_id, ctypes.byref(t_in), ctypes.byref(t_out),
-            ctypes.byref(options), r), (buffer, output, s_in, s_out))
+            ctypes.byref(options), r), (buffer, output, s_in, s_out), finish)
 
     def grouped_allreduce(self, buffers, outputs, name=None, set_id=0, op=_capi.OP_AVERAGE,
-                          prescale=1.0, postscale=1.0, priority=0):
+                          prescale=1.0, postscale=1.0, priority=0, finish=None):
         ins = (_capi.Tensor * len(buffers))()
         outs = (_capi.Tensor * len(outputs))()
         shapes = []
@@ -283,12 +284,13 @@ class Runtime:
         options = _reduce_options(op, prescale, postscale, priority)
         return self._submit(lambda r: _capi.tutti_grouped_allreduce(
             self.handle, _name(name), set_id, len(buffers), ins, outs, ctypes.byref(options), r),
-            (buffers, outputs, ins, outs, shapes))
+            (buffers, outputs, ins, outs, shapes), finish)
 
-    def broadcast(self, buffer, root, name=None, set_id=0):
+    def broadcast(self, buffer, root, name=None, set_id=0, finish=None):
         tensor, shape = buffer.describe()
         return self._submit(lambda r: _capi.tutti_broadcast(
-            self.handle, _name(name), set_id, ctypes.byref(tensor), root, r), (buffer, shape))
+            self.handle, _name(name), set_id, ctypes.byref(tensor), root, r), (buffer, shape),
+            finish)
 
     def allgather(self, buffer, make, name=None, set_id=0):
         tensor, shape = buffer.describe()
@@ -328,10 +330,10 @@ class Runtime:
         return self._submit(lambda r: _capi.tutti_send(
             self.handle, set_id, ctypes.byref(tensor), destination, tag, r), (buffer, shape))
 
-    def recv(self, buffer, source, tag=0, set_id=0):
+    def recv(self, buffer, source, tag=0, set_id=0, finish=None):
         tensor, shape = buffer.describe()
         return self._submit(lambda r: _capi.tutti_recv(
-            self.handle, set_id, ctypes.byref(tensor), source, tag, r), (buffer, shape))
+            self.handle, set_id, ctypes.byref(tensor), source, tag, r), (buffer, shape), finish)
 
     def barrier(self, set_id=0):
         return self._submit(lambda r: _capi.tutti_barrier(self.handle, set_id, r), ())

@@ -76,8 +76,8 @@ with tempfile.TemporaryDirectory() as tmp:
                 begins = [e for e in events if e["ph"] == "b" and e["name"] == phase]
                 expect(len(begins) >= 1, f"rank {rank}: no {phase} phase")
             spans = {e["name"] for e in events if e["ph"] == "X"}
-            expect({"COPY_IN", "ALLREDUCE", "COPY_OUT"} <= spans or "ALLREDUCE" in spans,
-                   f"rank {rank}: lane spans {spans}")
+            # A tensor run alone and a fused collective's transport step are both ALLREDUCE.
+            expect("ALLREDUCE" in spans, f"rank {rank}: lane spans {spans}")
         with open(coordinator_file) as f:
             events = json.load(f)["traceEvents"]
         arrivals = {e["args"]["rank"] for e in events if e["name"] == "ANNOUNCED"}
