@@ -201,6 +201,7 @@ TUTTI_API tutti_status_t tutti_init(const tutti_init_options_t* options, tutti_r
     if (o.stall_warning_seconds != 0) requested.stall_warning_s = o.stall_warning_seconds;
     if (o.stall_shutdown_seconds != 0) requested.stall_shutdown_s = o.stall_shutdown_seconds;
     if (o.timeline_path) requested.timeline = o.timeline_path;
+    if (o.transport) requested.transport = o.transport;
 
     client::RuntimeOptions resolved;
     Status status = client::ResolveOptions(requested, &resolved);
@@ -688,6 +689,31 @@ TUTTI_API tutti_status_t tutti_get_coordinator_counters(tutti_runtime_t rt,
     values.stalls_failed = c.stalls_failed();
     return WriteVersioned(values, counters, "counters");
   });
+}
+
+TUTTI_API tutti_status_t tutti_get_peer_stats(tutti_runtime_t rt, int32_t set_id, int32_t peer,
+                                              tutti_peer_stats_t* stats) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(stats);
+    transport::PeerStats s;
+    tutti_status_t status = Report(rt->runtime->PeerStats(set_id, peer, &s));
+    if (status != TUTTI_OK) return status;
+    tutti_peer_stats_t values = TUTTI_PEER_STATS_INIT;
+    values.transport = static_cast<tutti_transport_t>(s.link);
+    values.connected = s.connected ? 1 : 0;
+    values.bytes_sent = s.bytes_sent;
+    values.bytes_received = s.bytes_received;
+    return WriteVersioned(values, stats, "stats");
+  });
+}
+
+TUTTI_API const char* tutti_transport_name(tutti_transport_t transport) {
+  switch (transport) {
+    case TUTTI_TRANSPORT_TCP: return "tcp";
+    case TUTTI_TRANSPORT_SHM: return "shm";
+  }
+  return "unknown";
 }
 
 TUTTI_API tutti_status_t tutti_timeline_start(tutti_runtime_t rt, const char* path) {

@@ -39,6 +39,9 @@ class Lane {
   // Wakes the collective in progress and fails it, and every later one, with `status`. Any thread.
   void Abort(const Status& status) { context_->Abort(status); }
 
+  // The backend and traffic with global rank `peer`. Any thread.
+  transport::PeerStats PeerStats(int32_t peer) const { return context_->Stats(peer); }
+
   // Once a collective lost a peer, the set's data plane is unusable: the status to fail new
   // submissions with at once, or ok. Any thread.
   Status broken() {

@@ -57,7 +57,7 @@ Status Runtime::Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* 
 }
 
 Status Runtime::Join() {
-  TUTTI_RETURN_IF_ERROR(transport::CreateTcpDevice(options_.data_address, &device_));
+  TUTTI_RETURN_IF_ERROR(transport::CreateDevice(options_.data_address, &device_));
   try {
     link_ = std::make_unique<CoordinatorLink>(
         options_.coordinator,
@@ -90,6 +90,7 @@ Status Runtime::Join() {
       request, transport::Clock::now() + Ms(options_.timeout_ms) + kCoordinatorGrace, &welcome_));
 
   device_->SetJobKey(welcome_.job_key());
+  TUTTI_RETURN_IF_ERROR(PlanRoutes());
   std::vector<std::string> endpoints;
   for (const auto& peer : welcome_.peers()) endpoints.push_back(peer.data_endpoint());
   p2p_ = std::make_unique<PointToPoint>(device_.get(), options_.rank, endpoints,
@@ -132,11 +133,42 @@ Runtime::~Runtime() {
     FailPending(id, Status(Code::kShutDown, "the runtime was finalized while the request was pending"));
 }
 
+Status Runtime::PlanRoutes() {
+  for (const auto& peer : welcome_.peers()) {
+    transport::PeerRoute route{peer.data_endpoint(), transport::Link::kTcp};
+    const bool same_host = peer.host() == options_.host_id;
+    if (peer.rank() == options_.rank) {
+      route.link = transport::Link::kNone;
+    } else if (options_.transport == TransportMode::kShm && !same_host) {
+      return Invalid("TUTTI_TRANSPORT=shm, but rank " + std::to_string(peer.rank()) +
+                     " is on another host (" + peer.host() + "): use auto or tcp");
+    } else if (options_.transport != TransportMode::kTcp && same_host) {
+      route.link = transport::Link::kShm;
+    }
+    routes_.push_back(std::move(route));
+  }
+  return Status::Ok();
+}
+
+Status Runtime::PeerStats(int32_t set_id, int32_t peer, transport::PeerStats* stats) {
+  std::vector<int32_t> members;
+  TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &members));
+  if (!std::binary_search(members.begin(), members.end(), options_.rank))
+    return Status(Code::kNotAMember, "rank " + std::to_string(options_.rank) +
+                                         " is not a member of process set " + std::to_string(set_id));
+  if (peer == options_.rank || !std::binary_search(members.begin(), members.end(), peer))
+    return Invalid("rank " + std::to_string(peer) + " is not another member of process set " +
+                   std::to_string(set_id));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto lane = lanes_.find(set_id);
+  if (lane == lanes_.end()) return Status(Code::kUnknownSet, "process set " + std::to_string(set_id) + " has no lane");
+  *stats = lane->second->PeerStats(peer);
+  return Status::Ok();
+}
+
 void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks) {
-  std::vector<std::string> endpoints;
-  for (const auto& peer : welcome_.peers()) endpoints.push_back(peer.data_endpoint());
   auto lane = std::make_unique<Lane>(set_id, ranks, options_.rank,
-                                     device_->CreateContext(set_id, options_.rank, endpoints),
+                                     device_->CreateContext(set_id, options_.rank, routes_),
                                      Ms(options_.timeout_ms), &counters_, &timeline_);
   std::lock_guard<std::mutex> lock(mu_);
   lanes_[set_id] = std::move(lane);

@@ -93,12 +93,17 @@ class Runtime {
   // Asks tuttid what it did for this job.
   Status QueryCoordinatorCounters(wire::CoordinatorCounters* counters);
 
+  // Which backend carries this rank's traffic with `peer` in `set_id`, and how much it moved.
+  Status PeerStats(int32_t set_id, int32_t peer, transport::PeerStats* stats);
+
   Status StartTimeline(const std::string& path) { return timeline_.Start(path); }
   void StopTimeline() { timeline_.Stop(); }
 
  private:
   explicit Runtime(const RuntimeOptions& options);
   Status Join();
+  // Fills routes_ from the welcome: which backend to use with each rank.
+  Status PlanRoutes();
   void OpenLane(int32_t set_id, const std::vector<int32_t>& ranks);
   void OnExecute(wire::Execute& execute);
   // Records the request's completion on the timeline.
@@ -127,6 +132,7 @@ class Runtime {
   Timeline timeline_;
   std::unique_ptr<transport::Device> device_;
   wire::Welcome welcome_;
+  std::vector<transport::PeerRoute> routes_;  // by global rank, from the welcome
   SetRegistry sets_;
 
   const pid_t owner_;

@@ -113,6 +113,14 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   o.stall_warning_ms = StallMs(warning);
   o.stall_shutdown_ms = StallMs(shutdown);
   o.timeline = requested.timeline ? *requested.timeline : Env("TUTTI_TIMELINE").value_or("");
+  const std::string transport =
+      requested.transport ? *requested.transport : Env("TUTTI_TRANSPORT").value_or("auto");
+  if (transport == "auto") o.transport = TransportMode::kAuto;
+  else if (transport == "tcp") o.transport = TransportMode::kTcp;
+  else if (transport == "shm") o.transport = TransportMode::kShm;
+  else
+    return Status(Code::kInvalidArgument, "unknown transport '" + transport +
+                                              "' (TUTTI_TRANSPORT): use auto, tcp or shm");
   *resolved = std::move(o);
   return Status::Ok();
 }

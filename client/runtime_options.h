@@ -26,10 +26,15 @@ struct RequestedOptions {
   std::optional<int32_t> cache_capacity;
   std::optional<double> stall_warning_s, stall_shutdown_s;  // <= 0: off
   std::optional<std::string> timeline;
+  std::optional<std::string> transport;  // "auto", "tcp" or "shm"
 };
 
 constexpr int64_t kDefaultFusionThreshold = 1 << 20;  // docs/fusion.md: measured
 constexpr int32_t kDefaultCacheCapacity = 1024;
+
+// Which backend carries same-host pairs (docs/transports.md). Cross-host pairs always use TCP;
+// kShm makes a cross-host peer an error rather than a silent fallback.
+enum class TransportMode { kAuto, kTcp, kShm };
 
 struct RuntimeOptions {
   std::string coordinator;
@@ -48,6 +53,7 @@ struct RuntimeOptions {
   // For the coordinator's stall inspector: 0 = tuttid's default, < 0 = off.
   int64_t stall_warning_ms = 0, stall_shutdown_ms = 0;
   std::string timeline;  // this rank's timeline file, from the start; empty: none
+  TransportMode transport = TransportMode::kAuto;
 };
 
 // Resolves `requested` against the environment (TUTTI_*, then OpenMPI, Slurm and torchrun

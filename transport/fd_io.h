@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "transport/transport.h"
 
@@ -47,6 +48,12 @@ Status WriteFully(int fd, const void* data, size_t len, Deadline deadline, int c
                   const std::string& what);
 Status ReadFully(int fd, void* data, size_t len, Deadline deadline, int cancel,
                  const std::string& what);
+
+// Unix sockets: sends `len` bytes with `fds` attached (SCM_RIGHTS) on a blocking socket; reads
+// exactly `len` bytes from a non-blocking one, collecting the descriptors attached to them.
+Status WriteWithFds(int fd, const void* data, size_t len, const std::vector<int>& fds);
+Status ReadWithFds(int fd, void* data, size_t len, Deadline deadline, int cancel,
+                   std::vector<UniqueFd>* fds);
 
 // Splits "a.b.c.d:port".
 bool ParseHostPort(const std::string& endpoint, std::string* host, uint16_t* port);

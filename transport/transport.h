@@ -1,6 +1,6 @@
 // The data plane's interface: moving bytes between the ranks of a process set. Collective
-// algorithms (client/) are written against it; backends (tcp/, later shm/, ibverbs/, nccl/)
-// implement it. No negotiation or protobuf here.
+// algorithms (client/) are written against it; each peer pair is carried by one backend's
+// channel (tcp/, shm/; later ibverbs/). No negotiation or protobuf here. docs/transports.md.
 #pragma once
 
 #include <chrono>
@@ -17,6 +17,26 @@ namespace tutti::transport {
 
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
+
+// Which backend carries a peer pair. Values are those of tutti_transport_t (tutti.h): never
+// change them.
+enum class Link : int32_t { kNone = 0, kTcp = 1, kShm = 2 };
+const char* LinkName(Link link);
+
+// How to reach one rank of the job: its TCP endpoint, and the backend to use with it. kShm only
+// for ranks on this host (same host identity); kNone for this rank itself.
+struct PeerRoute {
+  std::string endpoint;
+  Link link = Link::kTcp;
+};
+
+// What a context did with one peer. `link` is the planned backend until connected, then the one
+// in use (the lower rank of a pair chooses; the higher follows).
+struct PeerStats {
+  Link link = Link::kNone;
+  bool connected = false;
+  uint64_t bytes_sent = 0, bytes_received = 0;
+};
 
 // The connections of one process set from this rank. Created by a Device; owned and used by that
 // set's lane thread alone, so it needs no locking. Connections are made on first use.
@@ -38,6 +58,9 @@ class Context {
   // Wakes a SendRecv blocked on this context and makes it, and every later one, return `status`
   // (a peer was declared lost, the coordinator is gone). The only method any thread may call.
   virtual void Abort(const Status& status) = 0;
+
+  // The transport with global rank `peer` and the bytes moved with it. Any thread.
+  virtual PeerStats Stats(int32_t peer) const = 0;
 };
 
 // A one-way ordered byte stream to or from one peer, for point-to-point messages. Used by one
@@ -61,9 +84,9 @@ class Device {
   // Called once the rendezvous gives the job's key; connections must present it.
   virtual void SetJobKey(uint64_t key) = 0;
 
-  // A context for process set `set_id`, as rank `self`, reaching rank r at `endpoints[r]`.
+  // A context for process set `set_id`, as rank `self`, reaching rank r through `routes[r]`.
   virtual std::unique_ptr<Context> CreateContext(int32_t set_id, int32_t self,
-                                                 std::vector<std::string> endpoints) = 0;
+                                                 std::vector<PeerRoute> routes) = 0;
 
   // Makes every blocked and later SendRecv of every context return kShutDown.
   virtual void Shutdown() = 0;
@@ -77,7 +100,8 @@ class Device {
                               std::unique_ptr<Stream>* stream) = 0;
 };
 
-// A TCP device listening on `address` (an IPv4 address) with an OS-chosen port.
-Status CreateTcpDevice(const std::string& address, std::unique_ptr<Device>* device);
+// A device listening for TCP on `address` (an IPv4 address) with an OS-chosen port, and for
+// same-host shared-memory handshakes on an abstract Unix socket named after that endpoint.
+Status CreateDevice(const std::string& address, std::unique_ptr<Device>* device);
 
 }  // namespace tutti::transport

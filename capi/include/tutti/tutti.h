@@ -146,11 +146,15 @@ typedef struct tutti_init_options {
   /* Timeline (docs/timeline.md): where this rank writes a Chrome-trace JSON from the start;
    * NULL: TUTTI_TIMELINE or none. "file.json" becomes "file.rank<R>.json". */
   const char* timeline_path;
+  /* Data plane between ranks of one host (docs/transports.md): "auto" (shared memory within a
+   * host, TCP across hosts), "tcp" (TCP for every pair) or "shm" (shared memory for every pair;
+   * tutti_init fails if a peer is on another host). NULL: TUTTI_TRANSPORT or "auto". */
+  const char* transport;
 } tutti_init_options_t;
 
 #define TUTTI_INIT_OPTIONS_INIT                                                                 \
   {sizeof(tutti_init_options_t), TUTTI_VERSION, NULL, NULL, NULL, -1, -1, 0, NULL, NULL, 0, NULL, \
-   NULL, NULL, -1, -1.0, -1, 0.0, 0.0, NULL}
+   NULL, NULL, -1, -1.0, -1, 0.0, 0.0, NULL, NULL}
 
 /* Joins the job: returns once every rank of the world has registered (or with an error naming the
  * missing ranks after the timeout). `options` may be NULL: everything then comes from the
@@ -345,6 +349,31 @@ typedef struct tutti_counters {
 #define TUTTI_COUNTERS_INIT {sizeof(tutti_counters_t), 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 TUTTI_API tutti_status_t tutti_get_counters(tutti_runtime_t runtime, tutti_counters_t* counters);
+
+/* The backend carrying a pair of ranks. Values never change. */
+typedef enum tutti_transport {
+  TUTTI_TRANSPORT_TCP = 1,
+  TUTTI_TRANSPORT_SHM = 2
+} tutti_transport_t;
+
+/* "tcp", "shm"; "unknown" for other values. */
+TUTTI_API const char* tutti_transport_name(tutti_transport_t transport);
+
+/* This rank's link with `peer` (a global rank) in process set `set_id`. */
+typedef struct tutti_peer_stats {
+  size_t struct_size;
+  tutti_transport_t transport; /* chosen at init; once connected, the one in use */
+  int32_t connected;           /* 1 once a collective needed the pair */
+  uint64_t bytes_sent;         /* by collectives of this set, to the peer */
+  uint64_t bytes_received;
+} tutti_peer_stats_t;
+
+#define TUTTI_PEER_STATS_INIT {sizeof(tutti_peer_stats_t), TUTTI_TRANSPORT_TCP, 0, 0, 0}
+
+/* TUTTI_ERR_UNKNOWN_SET, TUTTI_ERR_NOT_A_MEMBER (this rank is not in the set), or
+ * TUTTI_ERR_INVALID_ARGUMENT when `peer` is this rank or not a member. */
+TUTTI_API tutti_status_t tutti_get_peer_stats(tutti_runtime_t runtime, int32_t set_id, int32_t peer,
+                                              tutti_peer_stats_t* stats);
 
 /* What tuttid did for this rank's job since the job started (asks tuttid: a round trip). */
 typedef struct tutti_coordinator_counters {

@@ -1,0 +1,39 @@
+// One peer pair's byte pipe in both directions, as a backend provides it. A SocketContext drives
+// its channels without blocking in them: it tries to move bytes, and when none moved it asks the
+// channels what to poll for, so one SendRecv can progress a TCP peer and a shared-memory peer at
+// once. Owned and used by one lane thread.
+#pragma once
+
+#include <poll.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/transport.h"
+
+namespace tutti::transport {
+
+class Channel {
+ public:
+  virtual ~Channel() = default;
+
+  virtual Link link() const = 0;
+
+  // Move what can be moved now, at most `len` bytes, and add it to `*moved`. Errors are
+  // kPeerLost with the reason alone ("connection closed", "send: Broken pipe"); the context names
+  // the peer.
+  virtual Status TrySend(const char* data, size_t len, size_t* moved) = 0;
+  virtual Status TryRecv(char* data, size_t len, size_t* moved) = 0;
+
+  // Worth retrying a few times before sleeping: moving bytes costs no system call.
+  virtual bool spins() const { return false; }
+
+  // About to sleep until this channel can send (`send`) or receive (`recv`): appends the fds to
+  // poll. Returns false instead when progress became possible meanwhile (do not sleep).
+  virtual bool PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) = 0;
+  // The sleep ended: `fds` are the entries this channel appended, with their revents.
+  virtual void FinishWait(const pollfd* fds) = 0;
+};
+
+}  // namespace tutti::transport

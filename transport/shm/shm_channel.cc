@@ -1,0 +1,120 @@
+#include "transport/shm/shm_channel.h"
+
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace tutti::transport {
+
+Status ShmChannel::Create(size_t capacity, std::unique_ptr<ShmChannel>* channel,
+                          std::vector<int>* to_pass) {
+  std::unique_ptr<ShmChannel> created(new ShmChannel(0));
+  TUTTI_RETURN_IF_ERROR(ShmSegment::Create(capacity, &created->segment_, &created->memfd_));
+  for (auto& wake : created->wake_) {
+    wake = UniqueFd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!wake) return Status(Code::kInternal, std::string("eventfd: ") + std::strerror(errno));
+  }
+  *to_pass = {created->memfd_.get(), created->wake_[0].get(), created->wake_[1].get()};
+  *channel = std::move(created);
+  return Status::Ok();
+}
+
+Status ShmChannel::Adopt(UniqueFd socket, std::vector<UniqueFd> passed,
+                         std::unique_ptr<ShmChannel>* channel) {
+  if (passed.size() != 3)
+    return Status(Code::kInternal, "shared memory: the hello carried " +
+                                       std::to_string(passed.size()) + " descriptors, not 3");
+  std::unique_ptr<ShmChannel> adopted(new ShmChannel(1));
+  TUTTI_RETURN_IF_ERROR(ShmSegment::Map(passed[0].get(), &adopted->segment_));
+  adopted->wake_[0] = std::move(passed[1]);
+  adopted->wake_[1] = std::move(passed[2]);
+  adopted->socket_ = std::move(socket);
+  *channel = std::move(adopted);
+  return Status::Ok();
+}
+
+void ShmChannel::Ring() const {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(wake_[1 - side_].get(), &one, sizeof(one));
+}
+
+Status ShmChannel::TrySend(const char* data, size_t len, size_t* moved) {
+  if (peer_gone_) return Status(Code::kPeerLost, "connection closed");
+  ShmFifo& fifo = out();
+  const uint64_t capacity = segment_.header()->capacity;
+  const uint64_t head = fifo.head.load(std::memory_order_relaxed);
+  const uint64_t tail = fifo.tail.load(std::memory_order_acquire);
+  const size_t n = std::min<uint64_t>(len, capacity - (head - tail));
+  if (n == 0) return Status::Ok();
+  char* ring = segment_.data(side_);
+  const size_t at = head & (capacity - 1), first = std::min<size_t>(n, capacity - at);
+  std::memcpy(ring + at, data, first);
+  std::memcpy(ring, data + first, n - first);
+  fifo.head.store(head + n, std::memory_order_release);
+  // Pairs with the receiver raising its flag and then re-reading head (PrepareWait).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (fifo.receiver_sleeping.load(std::memory_order_relaxed)) Ring();
+  *moved += n;
+  return Status::Ok();
+}
+
+Status ShmChannel::TryRecv(char* data, size_t len, size_t* moved) {
+  ShmFifo& fifo = in();
+  const uint64_t capacity = segment_.header()->capacity;
+  const uint64_t tail = fifo.tail.load(std::memory_order_relaxed);
+  const uint64_t head = fifo.head.load(std::memory_order_acquire);
+  const size_t n = std::min<uint64_t>(len, head - tail);
+  if (n == 0) return peer_gone_ ? Status(Code::kPeerLost, "connection closed") : Status::Ok();
+  const char* ring = segment_.data(1 - side_);
+  const size_t at = tail & (capacity - 1), first = std::min<size_t>(n, capacity - at);
+  std::memcpy(data, ring + at, first);
+  std::memcpy(data + first, ring, n - first);
+  fifo.tail.store(tail + n, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (fifo.sender_sleeping.load(std::memory_order_relaxed)) Ring();
+  *moved += n;
+  return Status::Ok();
+}
+
+bool ShmChannel::PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) {
+  const uint64_t capacity = segment_.header()->capacity;
+  if (send) out().sender_sleeping.store(1, std::memory_order_relaxed);
+  if (recv) in().receiver_sleeping.store(1, std::memory_order_relaxed);
+  waiting_send_ = send;
+  waiting_recv_ = recv;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const bool can_send = send && out().head.load(std::memory_order_relaxed) -
+                                        out().tail.load(std::memory_order_relaxed) < capacity;
+  const bool can_recv = recv && in().head.load(std::memory_order_relaxed) !=
+                                        in().tail.load(std::memory_order_relaxed);
+  if (can_send || can_recv || peer_gone_) {
+    FinishWait(nullptr);
+    return false;
+  }
+  fds->push_back({wake_[side_].get(), POLLIN, 0});
+  fds->push_back({socket_.get(), POLLIN, 0});
+  return true;
+}
+
+void ShmChannel::FinishWait(const pollfd* fds) {
+  if (waiting_send_) out().sender_sleeping.store(0, std::memory_order_relaxed);
+  if (waiting_recv_) in().receiver_sleeping.store(0, std::memory_order_relaxed);
+  waiting_send_ = waiting_recv_ = false;
+  if (fds == nullptr) return;
+  if (fds[0].revents & POLLIN) {
+    uint64_t count;
+    [[maybe_unused]] ssize_t n = read(wake_[side_].get(), &count, sizeof(count));
+  }
+  // Nothing is ever written on the handshake socket after the hello: readable means closed.
+  if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+    char byte;
+    ssize_t n = recv(socket_.get(), &byte, 1, MSG_DONTWAIT | MSG_PEEK);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+      peer_gone_ = true;
+  }
+}
+
+}  // namespace tutti::transport

@@ -1,0 +1,52 @@
+// A same-host peer pair over a shared-memory segment: the sender copies into the FIFO toward the
+// peer, the receiver copies out, both at once on their own cores (the pipelining comes from the
+// FIFO being smaller than a message). Sleeping sides are woken through eventfds that travelled
+// with the segment; the Unix socket of the handshake stays open only to see the peer die.
+#pragma once
+
+#include "transport/channel.h"
+#include "transport/shm/shm_segment.h"
+
+namespace tutti::transport {
+
+// FIFO bytes per direction: measured (docs/transports.md).
+constexpr size_t kShmFifoBytes = 1 << 20;
+
+class ShmChannel : public Channel {
+ public:
+  // The connecting (lower) rank: creates the segment and the two eventfds; `*to_pass` are the
+  // descriptors the hello must carry (owned by the channel, valid while it lives).
+  static Status Create(size_t capacity, std::unique_ptr<ShmChannel>* channel,
+                       std::vector<int>* to_pass);
+  // The accepting rank, from the descriptors that came with the hello.
+  static Status Adopt(UniqueFd socket, std::vector<UniqueFd> passed,
+                      std::unique_ptr<ShmChannel>* channel);
+  // The creator, once its hello went out on `socket`.
+  void Connected(UniqueFd socket) {
+    socket_ = std::move(socket);
+    memfd_.Reset();  // the peer holds its own now
+  }
+
+  Link link() const override { return Link::kShm; }
+  Status TrySend(const char* data, size_t len, size_t* moved) override;
+  Status TryRecv(char* data, size_t len, size_t* moved) override;
+  bool spins() const override { return true; }
+  bool PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) override;
+  void FinishWait(const pollfd* fds) override;
+
+ private:
+  explicit ShmChannel(int side) : side_(side) {}
+  ShmFifo& out() const { return segment_.header()->fifo[side_]; }
+  ShmFifo& in() const { return segment_.header()->fifo[1 - side_]; }
+  void Ring() const;
+
+  const int side_;  // 0: created the segment; 1: adopted it
+  ShmSegment segment_;
+  UniqueFd memfd_;     // creator only, until passed
+  UniqueFd wake_[2];   // wake_[s] is readable when side s should look again
+  UniqueFd socket_;
+  bool peer_gone_ = false;
+  bool waiting_send_ = false, waiting_recv_ = false;
+};
+
+}  // namespace tutti::transport

@@ -1,0 +1,206 @@
+#include "transport/socket_context.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "transport/shm/shm_channel.h"
+#include "transport/tcp/tcp_channel.h"
+
+namespace tutti::transport {
+namespace {
+
+// Tries of a shared-memory exchange before sleeping: about 10 µs, less than a sleep and wake-up
+// costs, so a peer that is running answers without either side entering the kernel.
+constexpr int kSpins = 256;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+const char* LinkName(Link link) {
+  switch (link) {
+    case Link::kTcp: return "tcp";
+    case Link::kShm: return "shm";
+    case Link::kNone: break;
+  }
+  return "none";
+}
+
+SocketContext::SocketContext(SocketDevice* device, int32_t set_id, int32_t self,
+                             std::vector<PeerRoute> routes)
+    : device_(device),
+      set_id_(set_id),
+      self_(self),
+      routes_(std::move(routes)),
+      peers_(routes_.size()),
+      abort_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  for (size_t r = 0; r < routes_.size(); ++r)
+    peers_[r].link.store(static_cast<int32_t>(routes_[r].link));
+}
+
+SocketContext::~SocketContext() { device_->Forget(set_id_); }
+
+void SocketContext::Abort(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    if (!abort_status_.ok()) return;
+    abort_status_ = status;
+  }
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(abort_fd_.get(), &one, sizeof(one));
+  device_->WakeAccepts();
+}
+
+Status SocketContext::Aborted() {
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  return abort_status_;
+}
+
+PeerStats SocketContext::Stats(int32_t peer) const {
+  PeerStats stats;
+  if (peer < 0 || static_cast<size_t>(peer) >= peers_.size()) return stats;
+  const Peer& p = peers_[peer];
+  stats.link = static_cast<Link>(p.link.load());
+  stats.connected = p.connected.load();
+  stats.bytes_sent = p.sent.load(std::memory_order_relaxed);
+  stats.bytes_received = p.received.load(std::memory_order_relaxed);
+  return stats;
+}
+
+Status SocketContext::Connect(int32_t peer, Deadline deadline, std::unique_ptr<Channel>* channel) {
+  const PeerRoute& route = routes_.at(peer);
+  if (self_ > peer) {  // the lower rank chose the backend
+    Accepted accepted;
+    TUTTI_RETURN_IF_ERROR(device_->Accept(set_id_, peer, deadline, abort_fd_.get(), &accepted));
+    if (accepted.link == Link::kTcp) {
+      *channel = std::make_unique<TcpChannel>(std::move(accepted.fd));
+      return Status::Ok();
+    }
+    std::unique_ptr<ShmChannel> shm;
+    TUTTI_RETURN_IF_ERROR(ShmChannel::Adopt(std::move(accepted.fd), std::move(accepted.passed), &shm));
+    *channel = std::move(shm);
+    return Status::Ok();
+  }
+  if (route.link == Link::kTcp) {
+    UniqueFd fd;
+    TUTTI_RETURN_IF_ERROR(
+        device_->ConnectTcp(set_id_, self_, peer, route.endpoint, deadline, abort_fd_.get(), &fd));
+    *channel = std::make_unique<TcpChannel>(std::move(fd));
+    return Status::Ok();
+  }
+  std::unique_ptr<ShmChannel> shm;
+  std::vector<int> to_pass;
+  TUTTI_RETURN_IF_ERROR(ShmChannel::Create(kShmFifoBytes, &shm, &to_pass));
+  UniqueFd socket;
+  TUTTI_RETURN_IF_ERROR(
+      device_->ConnectUnix(set_id_, self_, peer, route.endpoint, to_pass, deadline, &socket));
+  shm->Connected(std::move(socket));
+  *channel = std::move(shm);
+  return Status::Ok();
+}
+
+Status SocketContext::ChannelTo(int32_t peer, Deadline deadline, Channel** channel) {
+  Peer& p = peers_.at(peer);
+  if (!p.channel) {
+    Status status = Connect(peer, deadline, &p.channel);
+    if (!status.ok() && !Aborted().ok()) return Aborted();
+    if (!status.ok()) return status;
+    p.link.store(static_cast<int32_t>(p.channel->link()));
+    p.connected.store(true);
+  }
+  *channel = p.channel.get();
+  return Status::Ok();
+}
+
+Status SocketContext::SendRecv(int32_t to, const void* send_buf, size_t send_len, int32_t from,
+                               void* recv_buf, size_t recv_len, Deadline deadline,
+                               const std::function<void(size_t)>& on_received) {
+  if (!broken_.ok()) return broken_;
+  if (!(broken_ = Aborted()).ok()) return broken_;
+  Channel *out = nullptr, *in = nullptr;
+  if (send_len > 0) TUTTI_RETURN_IF_ERROR(broken_ = ChannelTo(to, deadline, &out));
+  if (recv_len > 0) TUTTI_RETURN_IF_ERROR(broken_ = ChannelTo(from, deadline, &in));
+
+  const char* send_bytes = static_cast<const char*>(send_buf);
+  char* recv_bytes = static_cast<char*>(recv_buf);
+  size_t sent = 0, received = 0;
+  auto lost = [&](int32_t peer, const Status& why) {
+    return broken_ = Status(Code::kPeerLost, "peer lost: rank " + std::to_string(peer) + ": " + why.message());
+  };
+  const int spins = (out && out->spins()) || (in && in->spins()) ? kSpins : 0;
+  while (sent < send_len || received < recv_len) {
+    bool progress = false;
+    for (int attempt = 0; !progress; ++attempt) {
+      if (sent < send_len) {
+        const size_t before = sent;
+        Status status = out->TrySend(send_bytes + sent, send_len - sent, &sent);
+        if (!status.ok()) return lost(to, status);
+        progress = sent > before;
+      }
+      if (received < recv_len) {
+        const size_t before = received;
+        Status status = in->TryRecv(recv_bytes + received, recv_len - received, &received);
+        if (!status.ok()) return lost(from, status);
+        if (received > before) {
+          progress = true;
+          if (on_received) on_received(received);
+        }
+      }
+      if (attempt >= spins) break;
+      if (!progress) CpuRelax();
+    }
+    if (progress) continue;
+    TUTTI_RETURN_IF_ERROR(Wait(to, sent < send_len ? out : nullptr, from,
+                               received < recv_len ? in : nullptr, deadline));
+  }
+  peers_[to].sent.fetch_add(sent, std::memory_order_relaxed);
+  if (recv_len > 0) peers_[from].received.fetch_add(received, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status SocketContext::Wait(int32_t to, Channel* out, int32_t from, Channel* in, Deadline deadline) {
+  poll_fds_.assign({{device_->cancel_fd(), POLLIN, 0}, {abort_fd_.get(), POLLIN, 0}});
+  // Each channel's entries, so that it can read its own revents.
+  struct Prepared {
+    Channel* channel;
+    size_t first;
+  } prepared[2];
+  size_t count = 0;
+  bool sleep = true;
+  auto prepare = [&](Channel* channel, bool send, bool recv) {
+    const size_t first = poll_fds_.size();
+    if (channel->PrepareWait(send, recv, &poll_fds_))
+      prepared[count++] = {channel, first};
+    else
+      sleep = false;
+  };
+  if (out != nullptr && out == in) {
+    prepare(out, true, true);
+  } else {
+    if (out != nullptr) prepare(out, true, false);
+    if (in != nullptr && sleep) prepare(in, false, true);
+  }
+  int ready = 1;
+  if (sleep) ready = poll(poll_fds_.data(), poll_fds_.size(), PollTimeoutMs(deadline));
+  for (size_t i = 0; i < count; ++i)
+    prepared[i].channel->FinishWait(sleep ? &poll_fds_[prepared[i].first] : nullptr);
+  if (!sleep) return Status::Ok();
+  if (ready < 0 && errno != EINTR) return Status(Code::kInternal, std::strerror(errno));
+  if (ready == 0)
+    return broken_ = Status(Code::kTimeout, "data plane: no progress exchanging with ranks " +
+                                                std::to_string(to) + " and " + std::to_string(from) +
+                                                " before the deadline");
+  if (poll_fds_[0].revents & POLLIN) return Status(Code::kShutDown, "the runtime was finalized");
+  if (poll_fds_[1].revents & POLLIN) return broken_ = Aborted();
+  return Status::Ok();
+}
+
+}  // namespace tutti::transport

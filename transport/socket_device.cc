@@ -1,0 +1,293 @@
+#include "transport/socket_device.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "transport/socket_context.h"
+
+namespace tutti::transport {
+namespace {
+
+// How long an accepted connection may take to send its hello before it is dropped.
+constexpr auto kHelloTimeout = std::chrono::seconds(10);
+
+void SetNoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// An abstract Unix socket address (no file: gone with its last descriptor).
+socklen_t UnixAddress(const std::string& name, sockaddr_un* addr) {
+  *addr = sockaddr_un{};
+  addr->sun_family = AF_UNIX;
+  const size_t len = std::min(name.size(), sizeof(addr->sun_path) - 1);
+  std::memcpy(addr->sun_path + 1, name.data(), len);
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + len);
+}
+
+}  // namespace
+
+std::string UnixName(const std::string& endpoint) { return "tutti." + endpoint; }
+
+Status CreateDevice(const std::string& address, std::unique_ptr<Device>* device) {
+  return SocketDevice::Create(address, device);
+}
+
+Status SocketDevice::Create(const std::string& address, std::unique_ptr<Device>* device) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1)
+    return Status(Code::kInvalidArgument, "data-plane address '" + address + "' is not an IPv4 address");
+  UniqueFd tcp(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!tcp) return Status(Code::kInternal, Errno("socket"));
+  if (bind(tcp.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+    return Status(Code::kInvalidArgument, Errno("cannot bind the data plane to " + address));
+  if (listen(tcp.get(), SOMAXCONN) != 0) return Status(Code::kInternal, Errno("listen"));
+  socklen_t len = sizeof(addr);
+  getsockname(tcp.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+  SetNonBlocking(tcp.get());
+  std::string endpoint = address + ":" + std::to_string(ntohs(addr.sin_port));
+
+  UniqueFd unix_listener(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!unix_listener) return Status(Code::kInternal, Errno("socket(AF_UNIX)"));
+  sockaddr_un unix_addr;
+  const socklen_t unix_len = UnixAddress(UnixName(endpoint), &unix_addr);
+  if (bind(unix_listener.get(), reinterpret_cast<sockaddr*>(&unix_addr), unix_len) != 0)
+    return Status(Code::kInternal, Errno("cannot bind the shared-memory handshake socket @" +
+                                         UnixName(endpoint)));
+  if (listen(unix_listener.get(), SOMAXCONN) != 0) return Status(Code::kInternal, Errno("listen"));
+
+  UniqueFd cancel(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!cancel) return Status(Code::kInternal, Errno("eventfd"));
+  device->reset(new SocketDevice(std::move(tcp), std::move(unix_listener), std::move(cancel),
+                                 std::move(endpoint)));
+  return Status::Ok();
+}
+
+SocketDevice::SocketDevice(UniqueFd tcp_listener, UniqueFd unix_listener, UniqueFd cancel,
+                           std::string endpoint)
+    : tcp_listener_(std::move(tcp_listener)),
+      unix_listener_(std::move(unix_listener)),
+      cancel_(std::move(cancel)),
+      endpoint_(std::move(endpoint)) {
+  acceptor_ = std::thread([this] { AcceptLoop(); });
+}
+
+SocketDevice::~SocketDevice() {
+  Shutdown();
+  acceptor_.join();
+}
+
+void SocketDevice::Shutdown() {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(cancel_.get(), &one, sizeof(one));
+  parked_cv_.notify_all();
+}
+
+void SocketDevice::AcceptLoop() {
+  while (true) {
+    pollfd fds[3] = {{tcp_listener_.get(), POLLIN, 0},
+                     {unix_listener_.get(), POLLIN, 0},
+                     {cancel_.get(), POLLIN, 0}};
+    if (poll(fds, 3, -1) < 0 && errno != EINTR) return;
+    if (fds[2].revents & POLLIN) return;
+    if (fds[0].revents & POLLIN) Park(tcp_listener_.get(), Link::kTcp);
+    if (fds[1].revents & POLLIN) Park(unix_listener_.get(), Link::kShm);
+  }
+}
+
+void SocketDevice::Park(int listener, Link link) {
+  UniqueFd fd(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+  if (!fd) return;
+  Hello hello{};
+  std::vector<UniqueFd> passed;
+  const Deadline deadline = Clock::now() + kHelloTimeout;
+  Status status = link == Link::kShm
+                      ? ReadWithFds(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(), &passed)
+                      : ReadFully(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(),
+                                  "an incoming connection");
+  if (!status.ok() || hello.magic != kHelloMagic) return;  // not one of ours, or too slow: drop it
+  if (link == Link::kTcp) SetNoDelay(fd.get());
+  std::lock_guard<std::mutex> lock(mu_);
+  parked_[{hello.set_id, hello.from_rank}] = Parked{Accepted{std::move(fd), link, std::move(passed)}, hello.key};
+  parked_cv_.notify_all();
+}
+
+namespace {
+bool Readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+}  // namespace
+
+Status SocketDevice::ConnectTcp(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
+                          Deadline deadline, int abort_fd, UniqueFd* out) {
+  const std::string who = "rank " + std::to_string(peer) + " at " + endpoint;
+  // Every failure to reach the peer reads "peer lost: rank K: ...", like those of SendRecv.
+  const std::string lost = "peer lost: rank " + std::to_string(peer) + ": cannot connect to " + endpoint;
+  std::string host;
+  uint16_t port = 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (!ParseHostPort(endpoint, &host, &port) || inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
+    return Status(Code::kInternal, "bad data-plane endpoint of " + who);
+  addr.sin_port = htons(port);
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) return Status(Code::kInternal, Errno("socket"));
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    if (errno != EINPROGRESS) return Status(Code::kPeerLost, Errno(lost));
+    pollfd fds[3] = {{fd.get(), POLLOUT, 0}, {cancel_.get(), POLLIN, 0}, {abort_fd, POLLIN, 0}};
+    int ready = poll(fds, 3, PollTimeoutMs(deadline));
+    if (ready == 0) return Status(Code::kTimeout, "connecting to " + who + " timed out");
+    if (fds[1].revents & POLLIN) return Status(Code::kShutDown, "the runtime was finalized");
+    if (fds[2].revents & POLLIN) return Status(Code::kAborted, "aborted");
+    int error = 0;
+    socklen_t len = sizeof(error);
+    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len);
+    if (error != 0)
+      return Status(Code::kPeerLost, lost + ": " + std::strerror(error));
+  }
+  SetNoDelay(fd.get());
+  Hello hello{kHelloMagic, set_id, self, 0, key_.load()};
+  Status status = WriteFully(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(), who);
+  if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
+  *out = std::move(fd);
+  return Status::Ok();
+}
+
+Status SocketDevice::ConnectUnix(int32_t set_id, int32_t self, int32_t peer,
+                                 const std::string& endpoint, const std::vector<int>& fds,
+                                 Deadline deadline, UniqueFd* out) {
+  const std::string name = UnixName(endpoint);
+  const std::string lost = "peer lost: rank " + std::to_string(peer) + ": cannot connect to @" + name;
+  UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Status(Code::kInternal, Errno("socket(AF_UNIX)"));
+  // Blocking connect and send, bounded by the deadline: both complete against the listener's
+  // backlog (no peer thread needed) unless the backlog is full.
+  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+  timeval timeout{};
+  timeout.tv_sec = std::max<int64_t>(0, left.count()) / 1000000;
+  timeout.tv_usec = std::max<int64_t>(1, left.count() % 1000000);
+  setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  sockaddr_un addr;
+  const socklen_t len = UnixAddress(name, &addr);
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    if (errno == EAGAIN || errno == EINPROGRESS)
+      return Status(Code::kTimeout, "connecting to rank " + std::to_string(peer) + " at @" + name + " timed out");
+    return Status(Code::kPeerLost, Errno(lost));
+  }
+  Hello hello{kHelloMagic, set_id, self, 0, key_.load()};
+  Status status = WriteWithFds(fd.get(), &hello, sizeof(hello), fds);
+  if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
+  SetNonBlocking(fd.get());
+  *out = std::move(fd);
+  return Status::Ok();
+}
+
+Status SocketDevice::Accept(int32_t set_id, int32_t peer, Deadline deadline, int abort_fd,
+                            Accepted* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto key = std::make_pair(set_id, peer);
+  while (!parked_.count(key)) {
+    if (Readable(cancel_.get())) return Status(Code::kShutDown, "the runtime was finalized");
+    if (Readable(abort_fd)) return Status(Code::kAborted, "aborted");
+    if (parked_cv_.wait_until(lock, deadline) == std::cv_status::timeout && !parked_.count(key))
+      return Status(Code::kTimeout, "rank " + std::to_string(peer) +
+                                        " did not connect for process set " +
+                                        std::to_string(set_id) + " before the deadline");
+  }
+  Parked parked = std::move(parked_[key]);
+  parked_.erase(key);
+  if (parked.key != key_.load())
+    return Status(Code::kAuthFailed, "a connection claiming to be rank " + std::to_string(peer) +
+                                         " presented the wrong job key");
+  *out = std::move(parked.connection);
+  return Status::Ok();
+}
+
+void SocketDevice::Forget(int32_t set_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = parked_.begin(); it != parked_.end();)
+    it = it->first.first == set_id ? parked_.erase(it) : std::next(it);
+}
+
+namespace {
+
+// A connected socket used in one direction, with its own abort eventfd.
+class TcpStream : public Stream {
+ public:
+  TcpStream(UniqueFd fd, UniqueFd abort, std::string peer)
+      : fd_(std::move(fd)), abort_(std::move(abort)), peer_(std::move(peer)) {}
+  Status Write(const void* data, size_t len, Deadline deadline) override {
+    return Checked(WriteFully(fd_.get(), data, len, deadline, abort_.get(), peer_));
+  }
+  Status Read(void* data, size_t len, Deadline deadline) override {
+    return Checked(ReadFully(fd_.get(), data, len, deadline, abort_.get(), peer_));
+  }
+  void Abort(const Status& status) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!aborted_.ok()) return;
+      aborted_ = status;
+    }
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(abort_.get(), &one, sizeof(one));
+  }
+
+ private:
+  // fd_io reports a readable cancel fd as kShutDown: say why it was aborted instead.
+  Status Checked(Status status) {
+    if (status.ok() || status.code() == Code::kTimeout) return status;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!aborted_.ok()) return aborted_;
+    if (status.code() == Code::kPeerLost) return Status(status.code(), "peer lost: " + status.message());
+    return status;
+  }
+
+  UniqueFd fd_, abort_;
+  std::string peer_;
+  std::mutex mu_;
+  Status aborted_;
+};
+
+}  // namespace
+
+Status SocketDevice::OpenStream(int32_t channel, int32_t self, int32_t peer,
+                             const std::string& endpoint, Deadline deadline,
+                             std::unique_ptr<Stream>* stream) {
+  UniqueFd abort(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), fd;
+  TUTTI_RETURN_IF_ERROR(ConnectTcp(channel, self, peer, endpoint, deadline, abort.get(), &fd));
+  *stream = std::make_unique<TcpStream>(std::move(fd), std::move(abort), "rank " + std::to_string(peer));
+  return Status::Ok();
+}
+
+Status SocketDevice::AcceptStream(int32_t channel, int32_t peer, Deadline deadline,
+                               std::unique_ptr<Stream>* stream) {
+  UniqueFd abort(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  Accepted accepted;
+  TUTTI_RETURN_IF_ERROR(Accept(channel, peer, deadline, abort.get(), &accepted));
+  if (accepted.link != Link::kTcp)
+    return Status(Code::kInternal, "rank " + std::to_string(peer) + " opened a stream over shared memory");
+  *stream = std::make_unique<TcpStream>(std::move(accepted.fd), std::move(abort), "rank " + std::to_string(peer));
+  return Status::Ok();
+}
+
+std::unique_ptr<Context> SocketDevice::CreateContext(int32_t set_id, int32_t self,
+                                                     std::vector<PeerRoute> routes) {
+  return std::make_unique<SocketContext>(this, set_id, self, std::move(routes));
+}
+
+}  // namespace tutti::transport

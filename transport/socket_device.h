@@ -1,0 +1,96 @@
+// The device: two listening sockets per runtime and an acceptor thread that reads each incoming
+// connection's hello and parks it until the lane of the named set asks for it.
+//   - TCP, on the data-plane address: TCP channels and point-to-point streams.
+//   - an abstract Unix socket named after the TCP endpoint ("tutti.<ip>:<port>"): the handshake
+//     of shared-memory channels, which passes the segment's file descriptors (SCM_RIGHTS) and then
+//     stays open only so that each side sees the other die. Abstract names live in the network
+//     namespace, as do same-host ranks (host identity includes the namespace).
+//
+// Who connects: for each pair of ranks in a set, the lower global rank connects and chooses the
+// backend; the higher accepts whatever arrives. The hello (and for shared memory the segment's
+// fds) travel in the connect itself, completed against the listener's backlog without the peer's
+// cooperation, so lanes setting up in any order never wait on each other.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "transport/fd_io.h"
+#include "transport/transport.h"
+
+namespace tutti::transport {
+
+// A connection as the acceptor parked it: the socket, which listener it came through, and the
+// file descriptors its hello carried.
+struct Accepted {
+  UniqueFd fd;
+  Link link = Link::kTcp;
+  std::vector<UniqueFd> passed;
+};
+
+class SocketDevice : public Device {
+ public:
+  static Status Create(const std::string& address, std::unique_ptr<Device>* device);
+  ~SocketDevice() override;
+
+  const std::string& endpoint() const override { return endpoint_; }
+  void SetJobKey(uint64_t key) override { key_.store(key); }
+  std::unique_ptr<Context> CreateContext(int32_t set_id, int32_t self,
+                                         std::vector<PeerRoute> routes) override;
+  void Shutdown() override;
+  Status OpenStream(int32_t channel, int32_t self, int32_t peer, const std::string& endpoint,
+                    Deadline deadline, std::unique_ptr<Stream>* stream) override;
+  Status AcceptStream(int32_t channel, int32_t peer, Deadline deadline,
+                      std::unique_ptr<Stream>* stream) override;
+
+  // Used by SocketContext (from its lane thread). `abort_fd` readable ends the wait early.
+  Status ConnectTcp(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
+                    Deadline deadline, int abort_fd, UniqueFd* out);
+  // Connects to the Unix listener of the device whose TCP endpoint is `endpoint` (same host),
+  // passing `fds` with the hello.
+  Status ConnectUnix(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
+                     const std::vector<int>& fds, Deadline deadline, UniqueFd* out);
+  Status Accept(int32_t set_id, int32_t peer, Deadline deadline, int abort_fd, Accepted* out);
+  // Makes waiting Accept calls look at their abort fd.
+  void WakeAccepts() { parked_cv_.notify_all(); }
+  void Forget(int32_t set_id);
+  int cancel_fd() const { return cancel_.get(); }
+
+ private:
+  struct Parked {
+    Accepted connection;
+    uint64_t key;
+  };
+
+  SocketDevice(UniqueFd tcp_listener, UniqueFd unix_listener, UniqueFd cancel, std::string endpoint);
+  void AcceptLoop();
+  void Park(int listener, Link link);
+
+  UniqueFd tcp_listener_, unix_listener_;
+  UniqueFd cancel_;  // eventfd: readable once Shutdown() was called
+  std::string endpoint_;
+  std::atomic<uint64_t> key_{0};
+  std::mutex mu_;
+  std::condition_variable parked_cv_;
+  std::map<std::pair<int32_t, int32_t>, Parked> parked_;  // (set, from rank) -> connection
+  std::thread acceptor_;
+};
+
+// The first bytes on every data-plane connection.
+struct Hello {
+  uint32_t magic;
+  int32_t set_id;
+  int32_t from_rank;
+  uint32_t reserved;
+  uint64_t key;
+};
+constexpr uint32_t kHelloMagic = 0x54544350;  // "TTCP"
+
+// The abstract Unix socket name of the device whose TCP endpoint is `endpoint`.
+std::string UnixName(const std::string& endpoint);
+
+}  // namespace tutti::transport

@@ -1,0 +1,23 @@
+// A peer pair over one TCP connection (TCP_NODELAY, non-blocking).
+#pragma once
+
+#include "transport/channel.h"
+#include "transport/fd_io.h"
+
+namespace tutti::transport {
+
+class TcpChannel : public Channel {
+ public:
+  explicit TcpChannel(UniqueFd fd) : fd_(std::move(fd)) {}
+
+  Link link() const override { return Link::kTcp; }
+  Status TrySend(const char* data, size_t len, size_t* moved) override;
+  Status TryRecv(char* data, size_t len, size_t* moved) override;
+  bool PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) override;
+  void FinishWait(const pollfd*) override {}
+
+ private:
+  UniqueFd fd_;
+};
+
+}  // namespace tutti::transport
