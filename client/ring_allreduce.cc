@@ -96,9 +96,63 @@ Status DirectAllreduce(const RingArgs& ring, void* buffer, size_t count, DType d
   return Status::Ok();
 }
 
+Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
+  const Neighbours nb = Around(ring);
+  const size_t n = nb.n, i = nb.index, element = ElementSize(dtype);
+  char* data = static_cast<char*>(buffer);
+  const ChunkLayout chunks = EvenChunks(count, n, element);
+  const size_t slice = std::max<size_t>(element, kRelaySliceBytes / element * element);
+  const size_t slices = (chunks.size[0] + slice - 1) / slice;  // chunk 0 is the largest
+  transport::Context& context = *ring.context;
+  const auto deadline = [&] { return transport::Clock::now() + ring.step_timeout; };
+  for (size_t k = 0; k < slices; ++k) {
+    // Slice k of chunk c: its bytes [k * slice, (k + 1) * slice), maybe short or empty.
+    const auto at = [&](size_t c) { return data + chunks.begin[c] + std::min(k * slice, chunks.size[c]); };
+    const auto len = [&](size_t c) {
+      return std::min(slice, chunks.size[c] - std::min(k * slice, chunks.size[c]));
+    };
+    // Reduce-scatter. Step 0 sends this rank's chunk i; step s forwards chunk i - s reduced with
+    // what arrived for it; the last step keeps chunk i + 1, complete, and starts the allgather
+    // by sending it.
+    char* mine = at(i);
+    TUTTI_RETURN_IF_ERROR(context.Relay(nb.next, -1, len(i), element, deadline(),
+                                        [&](const char*, char* out, size_t offset, size_t bytes) {
+                                          std::memcpy(out, mine + offset, bytes);
+                                        }));
+    for (size_t s = 1; s + 1 < n; ++s) {
+      char* own = at((i + n - s) % n);
+      TUTTI_RETURN_IF_ERROR(context.Relay(
+          nb.next, nb.prev, len((i + n - s) % n), element, deadline(),
+          [&](const char* in, char* out, size_t offset, size_t bytes) {
+            std::memcpy(out, own + offset, bytes);
+            ReduceInto(out, in, bytes / element, dtype, op);
+          }));
+    }
+    char* owned = at((i + 1) % n);
+    TUTTI_RETURN_IF_ERROR(context.Relay(nb.next, nb.prev, len((i + 1) % n), element, deadline(),
+                                        [&](const char* in, char* out, size_t offset, size_t bytes) {
+                                          ReduceInto(owned + offset, in, bytes / element, dtype, op);
+                                          std::memcpy(out, owned + offset, bytes);
+                                        }));
+    // Allgather: take chunk i - s and pass it on, but for the last one, which the next rank has.
+    for (size_t s = 0; s + 1 < n; ++s) {
+      char* into = at((i + n - s) % n);
+      TUTTI_RETURN_IF_ERROR(context.Relay(s + 2 < n ? nb.next : -1, nb.prev, len((i + n - s) % n),
+                                          element, deadline(),
+                                          [&](const char* in, char* out, size_t offset, size_t bytes) {
+                                            std::memcpy(into + offset, in, bytes);
+                                            if (out) std::memcpy(out, in, bytes);
+                                          }));
+    }
+  }
+  return Status::Ok();
+}
+
 Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
   const size_t n = ring.members->size();
   if (n == 1 || count == 0) return Status::Ok();
+  if (ring.context->AllShareMemory(*ring.members))
+    return RelayAllreduce(ring, buffer, count, dtype, op);
   char* data = static_cast<char*>(buffer);
   const ChunkLayout chunks = EvenChunks(count, n, ElementSize(dtype));
   TUTTI_RETURN_IF_ERROR(RingReduceScatter(ring, data, chunks, dtype, op, 0));

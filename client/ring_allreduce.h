@@ -52,7 +52,19 @@ constexpr size_t kDirectAllreduceMaxBytes = 16 << 10;
 // rank computes the same bits.
 Status DirectAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
 
-// Reduces `count` elements of `buffer` in place across the members.
+// The shared-memory ring's slice: each step of RelayAllreduce moves at most this much per chunk,
+// so that a step fits in half a FIFO (transport/shm) and the ring never waits for room.
+// Measured with the FIFO size (docs/transports.md).
+constexpr size_t kRelaySliceBytes = 512 << 10;
+
+// The ring allreduce without intermediate copies, where every member shares memory: each chunk
+// is cut into slices, and the ring runs slice by slice, reducing straight out of the FIFO from
+// the previous rank into the FIFO toward the next. Same chunks and the same order of operands
+// per element as RingAllreduce, so the two give bitwise-identical results.
+Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
+
+// Reduces `count` elements of `buffer` in place across the members (RelayAllreduce where every
+// member shares memory).
 Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
 
 // Position of `rank` in the sorted `members`.

@@ -82,6 +82,7 @@ Status Runtime::Join() {
   request.set_fusion_threshold(options_.fusion_threshold);
   request.set_stall_warning_ms(options_.stall_warning_ms);
   request.set_stall_shutdown_ms(options_.stall_shutdown_ms);
+  request.set_transport(TransportName(options_.transport));
   if (!options_.timeline.empty())
     TUTTI_RETURN_IF_ERROR(timeline_.Start(RankTimelinePath(options_.timeline, options_.rank)));
   for (const auto& set : options_.static_sets)

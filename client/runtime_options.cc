@@ -52,6 +52,15 @@ int64_t StallMs(std::optional<double> seconds) {
 
 }  // namespace
 
+const char* TransportName(TransportMode mode) {
+  switch (mode) {
+    case TransportMode::kTcp: return "tcp";
+    case TransportMode::kShm: return "shm";
+    case TransportMode::kAuto: break;
+  }
+  return "auto";
+}
+
 Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolved) {
   RuntimeOptions o;
   auto coordinator = requested.coordinator ? requested.coordinator : Env("TUTTI_COORDINATOR");

@@ -36,6 +36,8 @@ constexpr int32_t kDefaultCacheCapacity = 1024;
 // kShm makes a cross-host peer an error rather than a silent fallback.
 enum class TransportMode { kAuto, kTcp, kShm };
 
+const char* TransportName(TransportMode mode);
+
 struct RuntimeOptions {
   std::string coordinator;
   std::string job;

@@ -79,6 +79,16 @@ void Job::Welcome(Outbox* out) {
                                    FormatLists(lists), r, FormatLists(other)),
                        out);
   }
+  // Same-host sets run the shared-memory allreduce only if every member does: its byte stream
+  // differs from the TCP ring's, so the data-plane choice must be the job's, not a rank's.
+  for (int32_t r = 1; r < size_; ++r)
+    if (registrations_[r]->transport() != registrations_[0]->transport())
+      return RefuseAll(Code::kMismatch,
+                       fmt::format("transports differ: rank 0 asked for '{}', rank {} for '{}' "
+                                   "(set TUTTI_TRANSPORT alike on every rank)",
+                                   registrations_[0]->transport(), r,
+                                   registrations_[r]->transport()),
+                       out);
   std::vector<int32_t> ids;
   Status status = sets_.DefineStatic(lists, &ids);
   if (!status.ok()) return RefuseAll(status.code(), status.message(), out);

@@ -34,6 +34,17 @@ class Channel {
   virtual bool PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) = 0;
   // The sleep ended: `fds` are the entries this channel appended, with their revents.
   virtual void FinishWait(const pollfd* fds) = 0;
+
+  // Zero-copy access, for backends whose bytes in flight sit in memory both sides map
+  // (Context::Relay). ReadWindow: the contiguous bytes readable now, and in `*total` all that
+  // are; Consume(n) releases them. WriteWindow/Produce likewise for room toward the peer.
+  virtual bool has_windows() const { return false; }
+  virtual size_t ReadWindow(const char** /*window*/, size_t* total) { return *total = 0; }
+  virtual void Consume(size_t /*n*/) {}
+  virtual size_t WriteWindow(char** /*window*/, size_t* total) { return *total = 0; }
+  virtual void Produce(size_t /*n*/) {}
+  // The peer closed its end (then nothing more will arrive).
+  virtual bool peer_gone() const { return false; }
 };
 
 }  // namespace tutti::transport

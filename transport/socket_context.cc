@@ -4,7 +4,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "transport/shm/shm_channel.h"
@@ -163,6 +165,68 @@ Status SocketContext::SendRecv(int32_t to, const void* send_buf, size_t send_len
   }
   peers_[to].sent.fetch_add(sent, std::memory_order_relaxed);
   if (recv_len > 0) peers_[from].received.fetch_add(received, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+bool SocketContext::AllShareMemory(const std::vector<int32_t>& ranks) const {
+  for (int32_t r : ranks)
+    if (r != self_ && routes_.at(r).link != Link::kShm) return false;
+  return true;
+}
+
+Status SocketContext::Relay(int32_t to, int32_t from, size_t len, size_t granule,
+                            Deadline deadline, const RelayFn& fn) {
+  if (!broken_.ok()) return broken_;
+  if (!(broken_ = Aborted()).ok()) return broken_;
+  if (len == 0) return Status::Ok();
+  Channel *out = nullptr, *in = nullptr;
+  if (to >= 0) TUTTI_RETURN_IF_ERROR(broken_ = ChannelTo(to, deadline, &out));
+  if (from >= 0) TUTTI_RETURN_IF_ERROR(broken_ = ChannelTo(from, deadline, &in));
+  if ((out && !out->has_windows()) || (in && !in->has_windows()))
+    return Status(Code::kInternal, "relay over a channel without shared memory");
+  auto lost = [&](int32_t peer) {
+    return broken_ = Status(Code::kPeerLost, "peer lost: rank " + std::to_string(peer) + ": connection closed");
+  };
+  // A granule straddling a FIFO's wrap-around goes through these.
+  alignas(16) char bounce_in[16], bounce_out[16];
+  size_t done = 0;
+  while (done < len) {
+    size_t readable = SIZE_MAX, writable = SIZE_MAX;
+    bool moved = false;
+    for (int attempt = 0; !moved && attempt <= kSpins; ++attempt) {
+      if (attempt > 0) CpuRelax();
+      const char* in_window = nullptr;
+      char* out_window = nullptr;
+      size_t n = len - done;
+      if (in) n = std::min(n, in->ReadWindow(&in_window, &readable));
+      if (out) n = std::min(n, out->WriteWindow(&out_window, &writable));
+      n -= n % granule;
+      if (n > 0) {
+        fn(in_window, out_window, done, n);
+      } else if (std::min(readable, writable) >= granule) {
+        size_t ignored = 0;
+        if (in) (void)in->TryRecv(bounce_in, granule, &ignored);
+        fn(in ? bounce_in : nullptr, out ? bounce_out : nullptr, done, granule);
+        if (out) (void)out->TrySend(bounce_out, granule, &ignored);
+        done += granule;
+        moved = true;
+        continue;
+      } else {
+        continue;
+      }
+      if (in) in->Consume(n);
+      if (out) out->Produce(n);
+      done += n;
+      moved = true;
+    }
+    if (moved) continue;
+    if (in && readable < granule && in->peer_gone()) return lost(from);
+    if (out && out->peer_gone()) return lost(to);
+    TUTTI_RETURN_IF_ERROR(Wait(to, out && writable < granule ? out : nullptr, from,
+                               in && readable < granule ? in : nullptr, deadline));
+  }
+  if (out) peers_[to].sent.fetch_add(len, std::memory_order_relaxed);
+  if (in) peers_[from].received.fetch_add(len, std::memory_order_relaxed);
   return Status::Ok();
 }
 

@@ -61,6 +61,22 @@ class Context {
 
   // The transport with global rank `peer` and the bytes moved with it. Any thread.
   virtual PeerStats Stats(int32_t peer) const = 0;
+
+  // Zero-copy streaming for backends whose bytes in flight sit in memory both sides map (shm):
+  // true if every pair among `ranks` (global, including this rank) is such a pair. The same
+  // answer on every member, since it follows from host identity and the job's transport.
+  virtual bool AllShareMemory(const std::vector<int32_t>& /*ranks*/) const { return false; }
+
+  // Where AllShareMemory holds: streams `len` bytes arriving from `from` (none if from < 0) and
+  // `len` bytes toward `to` (none if to < 0) through `fn(in, out, offset, n)`, called on
+  // consecutive windows, `n` a multiple of `granule` (at most 16) and `offset` counting from
+  // 0: `in` points at the next n bytes that arrived, `out` at room for the next n to send,
+  // either null when absent. `fn` writes all of `out`. Errors as SendRecv.
+  using RelayFn = std::function<void(const char* in, char* out, size_t offset, size_t n)>;
+  virtual Status Relay(int32_t /*to*/, int32_t /*from*/, size_t /*len*/, size_t /*granule*/,
+                       Deadline /*deadline*/, const RelayFn& /*fn*/) {
+    return Status(Code::kInternal, "this data plane cannot relay");
+  }
 };
 
 // A one-way ordered byte stream to or from one peer, for point-to-point messages. Used by one

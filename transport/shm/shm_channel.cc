@@ -41,40 +41,64 @@ void ShmChannel::Ring() const {
   [[maybe_unused]] ssize_t n = write(wake_[1 - side_].get(), &one, sizeof(one));
 }
 
-Status ShmChannel::TrySend(const char* data, size_t len, size_t* moved) {
-  if (peer_gone_) return Status(Code::kPeerLost, "connection closed");
+size_t ShmChannel::ReadWindow(const char** window, size_t* total) {
+  ShmFifo& fifo = in();
+  const uint64_t capacity = segment_.header()->capacity;
+  const uint64_t tail = fifo.tail.load(std::memory_order_relaxed);
+  *total = fifo.head.load(std::memory_order_acquire) - tail;
+  const size_t at = tail & (capacity - 1);
+  *window = segment_.data(1 - side_) + at;
+  return std::min<size_t>(*total, capacity - at);
+}
+
+void ShmChannel::Consume(size_t n) {
+  ShmFifo& fifo = in();
+  fifo.tail.store(fifo.tail.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  // Pairs with the sender raising its flag and then re-reading tail (PrepareWait).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (fifo.sender_sleeping.load(std::memory_order_relaxed)) Ring();
+}
+
+size_t ShmChannel::WriteWindow(char** window, size_t* total) {
   ShmFifo& fifo = out();
   const uint64_t capacity = segment_.header()->capacity;
   const uint64_t head = fifo.head.load(std::memory_order_relaxed);
-  const uint64_t tail = fifo.tail.load(std::memory_order_acquire);
-  const size_t n = std::min<uint64_t>(len, capacity - (head - tail));
-  if (n == 0) return Status::Ok();
-  char* ring = segment_.data(side_);
-  const size_t at = head & (capacity - 1), first = std::min<size_t>(n, capacity - at);
-  std::memcpy(ring + at, data, first);
-  std::memcpy(ring, data + first, n - first);
-  fifo.head.store(head + n, std::memory_order_release);
-  // Pairs with the receiver raising its flag and then re-reading head (PrepareWait).
+  *total = capacity - (head - fifo.tail.load(std::memory_order_acquire));
+  const size_t at = head & (capacity - 1);
+  *window = segment_.data(side_) + at;
+  return std::min<size_t>(*total, capacity - at);
+}
+
+void ShmChannel::Produce(size_t n) {
+  ShmFifo& fifo = out();
+  fifo.head.store(fifo.head.load(std::memory_order_relaxed) + n, std::memory_order_release);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (fifo.receiver_sleeping.load(std::memory_order_relaxed)) Ring();
+}
+
+Status ShmChannel::TrySend(const char* data, size_t len, size_t* moved) {
+  if (peer_gone_) return Status(Code::kPeerLost, "connection closed");
+  char* window;
+  size_t total;
+  const size_t first = std::min(len, WriteWindow(&window, &total));
+  const size_t n = std::min(len, total);
+  if (n == 0) return Status::Ok();
+  std::memcpy(window, data, first);
+  std::memcpy(segment_.data(side_), data + first, n - first);  // wrapped around
+  Produce(n);
   *moved += n;
   return Status::Ok();
 }
 
 Status ShmChannel::TryRecv(char* data, size_t len, size_t* moved) {
-  ShmFifo& fifo = in();
-  const uint64_t capacity = segment_.header()->capacity;
-  const uint64_t tail = fifo.tail.load(std::memory_order_relaxed);
-  const uint64_t head = fifo.head.load(std::memory_order_acquire);
-  const size_t n = std::min<uint64_t>(len, head - tail);
+  const char* window;
+  size_t total;
+  const size_t first = std::min(len, ReadWindow(&window, &total));
+  const size_t n = std::min(len, total);
   if (n == 0) return peer_gone_ ? Status(Code::kPeerLost, "connection closed") : Status::Ok();
-  const char* ring = segment_.data(1 - side_);
-  const size_t at = tail & (capacity - 1), first = std::min<size_t>(n, capacity - at);
-  std::memcpy(data, ring + at, first);
-  std::memcpy(data + first, ring, n - first);
-  fifo.tail.store(tail + n, std::memory_order_release);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (fifo.sender_sleeping.load(std::memory_order_relaxed)) Ring();
+  std::memcpy(data, window, first);
+  std::memcpy(data + first, segment_.data(1 - side_), n - first);
+  Consume(n);
   *moved += n;
   return Status::Ok();
 }

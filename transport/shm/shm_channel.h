@@ -9,8 +9,9 @@
 
 namespace tutti::transport {
 
-// FIFO bytes per direction: measured (docs/transports.md).
-constexpr size_t kShmFifoBytes = 1 << 20;
+// FIFO bytes per direction: measured with the relay slice (docs/transports.md). At least twice
+// client::kRelaySliceBytes.
+constexpr size_t kShmFifoBytes = 4 << 20;
 
 class ShmChannel : public Channel {
  public:
@@ -33,6 +34,12 @@ class ShmChannel : public Channel {
   bool spins() const override { return true; }
   bool PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) override;
   void FinishWait(const pollfd* fds) override;
+  bool has_windows() const override { return true; }
+  size_t ReadWindow(const char** window, size_t* total) override;
+  void Consume(size_t n) override;
+  size_t WriteWindow(char** window, size_t* total) override;
+  void Produce(size_t n) override;
+  bool peer_gone() const override { return peer_gone_; }
 
  private:
   explicit ShmChannel(int side) : side_(side) {}
