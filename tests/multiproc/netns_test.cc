@@ -64,5 +64,42 @@ TEST_F(TwoHosts, DisjointSetsAcrossHosts) {
   ExpectAllSucceed(ranks);
 }
 
+// Pairs within a namespace share memory, pairs across it take TCP: every rank reports the backend
+// of every pair through the stats call, after allreduces that connect them all.
+TEST_F(TwoHosts, SharedMemoryWithinAHostAndTcpAcrossHosts) {
+  Tuttid tuttid({"--bind", "tcp://10.231.0.1:*"}, Netns(a_));
+  RankOptions options;
+  options.rank_prefix = [this](int r) { return Netns(r < 2 ? a_ : b_); };
+  auto ranks = StartRanks(tuttid, "transport", options);
+  for (int r = 0; r < 4; ++r) {
+    for (int peer = 0; peer < 4; ++peer) {
+      if (peer == r) continue;
+      auto line = ranks[r]->ReadUntil("link " + std::to_string(peer) + " ", In(240));
+      ASSERT_TRUE(line) << ranks[r]->transcript();
+      const std::string want = (r < 2) == (peer < 2) ? "shm 1 " : "tcp 1 ";
+      EXPECT_EQ(line->substr(0, want.size()), want) << "rank " << r << " peer " << peer;
+    }
+    EXPECT_TRUE(ranks[r]->ReadUntil("transport ok", In(60))) << ranks[r]->transcript();
+  }
+  ExpectAllSucceed(ranks);
+}
+
+TEST_F(TwoHosts, SharedMemoryOnlyIsRefusedAcrossHosts) {
+  Tuttid tuttid({"--bind", "tcp://10.231.0.1:*"}, Netns(a_));
+  RankOptions options;
+  options.rank_prefix = [this](int r) { return Netns(r < 2 ? a_ : b_); };
+  options.env["TUTTI_TRANSPORT"] = "shm";
+  auto ranks = StartRanks(tuttid, "init_error", options);
+  for (int r = 0; r < 4; ++r) {
+    auto line = ranks[r]->ReadUntil("init ", In(60));
+    ASSERT_TRUE(line) << ranks[r]->transcript();
+    const std::string want = "-1 TUTTI_TRANSPORT=shm, but rank " + std::to_string(r < 2 ? 2 : 0) +
+                             " is on another host (";
+    EXPECT_EQ(line->substr(0, want.size()), want) << *line;
+    EXPECT_NE(line->find("): use auto or tcp"), std::string::npos) << *line;
+  }
+  ExpectAllSucceed(ranks);
+}
+
 }  // namespace
 }  // namespace tutti::testing

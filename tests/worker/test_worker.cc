@@ -7,6 +7,7 @@
 #include <tutti/tutti.h>
 
 #include "worker/fusion_scenarios.h"
+#include "worker/transport_scenarios.h"
 #include "worker/worker_common.h"
 
 #include <sys/wait.h>
@@ -1103,6 +1104,8 @@ int main(int argc, char** argv) {
   else if (scenario == "remove") result = Remove();
   else if (scenario == "mismatch") result = Mismatch();
   else if (scenario == "basic") result = Basic();
+  else if (scenario == "transport") result = TransportCases();
+  else if (scenario == "shm_loop") result = ShmLoop();
   else if (scenario == "add_timeout") result = AddTimeout();
   else if (scenario == "big") result = BigWithBystanders();
   else if (scenario == "coordinator_loss") result = CoordinatorLoss();
