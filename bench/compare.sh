@@ -36,7 +36,11 @@ mkdir -p "$B"
 OUT=$B/compare.csv
 rm -f "$OUT"
 bench="$ROOT/build/tuttirun --no-prefix -np {np} $ROOT/build/bench/allreduce_bench"
-EXTRA="tutti-tcp=$bench --label tutti-tcp" PEERS="$PEERS tutti-tcp" REPS=$REPS NPS=$NPS OUT=$OUT \
+# The data plane is chosen per run (docs/transports.md): shared memory, or TCP over loopback as
+# between hosts.
+EXTRA="tutti-shm=env TUTTI_TRANSPORT=shm $bench --label tutti-shm;tutti-tcp=env TUTTI_TRANSPORT=tcp $bench --label tutti-tcp" \
+  PEERS="$PEERS tutti-shm tutti-tcp" REPS=$REPS NPS=$NPS OUT=$OUT \
   "$P/run_all.sh" 2> "$B/compare.log" || { echo "compare.sh: a run failed; see $B/compare.log" >&2; }
-/usr/bin/python3 bench/compare_report.py "$OUT" --tutti tutti-tcp --plot "$B/compare.png" | tee "$B/compare.md"
+/usr/bin/python3 bench/compare_report.py "$OUT" --tutti tutti-shm --tutti tutti-tcp \
+  --plot "$B/compare.png" | tee "$B/compare.md"
 echo "compare.sh: table $B/compare.md, plot $B/compare.png, raw $OUT"

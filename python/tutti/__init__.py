@@ -67,14 +67,16 @@ def _rt():
 # ---- lifetime and the world ---------------------------------------------------------------------
 def init(coordinator=None, job=None, token=None, rank=None, size=None, static_sets=(),
          timeout_ms=0, fusion_threshold=None, cycle_time_ms=None, cache_capacity=None,
-         timeline=None):
+         timeline=None, transport=None):
     """Joins the job (arguments left None come from the environment, as tuttirun sets it).
-    Static process sets get ids 1, 2, ... in the order given."""
+    Static process sets get ids 1, 2, ... in the order given. `transport`: "auto" (shared memory
+    within a host, TCP across), "tcp" or "shm" (docs/transports.md)."""
     global _runtime
     if _runtime is not None:
         return _runtime
     _runtime = Runtime(coordinator, job, token, rank, size, [list(s) for s in static_sets],
-                       timeout_ms, fusion_threshold, cycle_time_ms, cache_capacity, timeline)
+                       timeout_ms, fusion_threshold, cycle_time_ms, cache_capacity, timeline,
+                       transport)
     return _runtime
 
 
@@ -224,5 +226,11 @@ def join(process_set=WORLD, timeout_ms=0):
 # ---- observability ------------------------------------------------------------------------------
 def counters(): return _rt().counters()
 def coordinator_counters(): return _rt().coordinator_counters()
+def peer_stats(peer, process_set=WORLD):
+    """This rank's link with global rank `peer` in the set: {"transport": "shm" or "tcp",
+    "connected", "bytes_sent", "bytes_received"}."""
+    return _rt().peer_stats(peer, process_set)
+
+
 def start_timeline(path): _rt().timeline_start(path)
 def stop_timeline(): _rt().timeline_stop()

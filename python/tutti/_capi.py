@@ -63,6 +63,7 @@ class InitOptions(ctypes.Structure):
         ("stall_warning_seconds", ctypes.c_double),
         ("stall_shutdown_seconds", ctypes.c_double),
         ("timeline_path", ctypes.c_char_p),
+        ("transport", ctypes.c_char_p),
     ]
 
 
@@ -92,6 +93,16 @@ class CoordinatorCounters(ctypes.Structure):
                      "tensors_announced_cached", "execute_messages", "collectives_released",
                      "tensors_released", "tensors_fused", "cache_evictions", "stall_warnings",
                      "stalls_failed")
+    ]
+
+
+class PeerStats(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("transport", ctypes.c_int32),
+        ("connected", ctypes.c_int32),
+        ("bytes_sent", ctypes.c_uint64),
+        ("bytes_received", ctypes.c_uint64),
     ]
 
 
@@ -186,6 +197,8 @@ tutti_request_free = _declare("tutti_request_free", _request)
 tutti_get_counters = _declare("tutti_get_counters", _runtime, ctypes.POINTER(Counters))
 tutti_get_coordinator_counters = _declare("tutti_get_coordinator_counters", _runtime,
                                           ctypes.POINTER(CoordinatorCounters))
+tutti_get_peer_stats = _declare("tutti_get_peer_stats", _runtime, ctypes.c_int32, ctypes.c_int32,
+                                ctypes.POINTER(PeerStats))
 tutti_timeline_start = _declare("tutti_timeline_start", _runtime, ctypes.c_char_p)
 tutti_timeline_stop = _declare("tutti_timeline_stop", _runtime)
 

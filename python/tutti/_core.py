@@ -178,7 +178,7 @@ class Runtime:
 
     def __init__(self, coordinator=None, job=None, token=None, rank=None, size=None,
                  static_sets=(), timeout_ms=0, fusion_threshold=None, cycle_time_ms=None,
-                 cache_capacity=None, timeline=None):
+                 cache_capacity=None, timeline=None, transport=None):
         options = _capi.InitOptions()
         options.struct_size = ctypes.sizeof(_capi.InitOptions)
         options.header_version = _capi.version()
@@ -198,6 +198,7 @@ class Runtime:
         options.cycle_time_ms = -1.0 if cycle_time_ms is None else cycle_time_ms
         options.cache_capacity = -1 if cache_capacity is None else cache_capacity
         options.timeline_path = _name(timeline)
+        options.transport = _name(transport)
         handle = ctypes.c_void_p()
         check(_capi.tutti_init(ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
@@ -344,6 +345,16 @@ class Runtime:
         return last.value
 
     # ---- observability -------------------------------------------------------------------------
+    _TRANSPORTS = {1: "tcp", 2: "shm"}
+
+    def peer_stats(self, peer, set_id=0):
+        s = _capi.PeerStats()
+        s.struct_size = ctypes.sizeof(_capi.PeerStats)
+        check(_capi.tutti_get_peer_stats(self.handle, set_id, peer, ctypes.byref(s)))
+        return {"transport": self._TRANSPORTS.get(s.transport, str(s.transport)),
+                "connected": bool(s.connected), "bytes_sent": s.bytes_sent,
+                "bytes_received": s.bytes_received}
+
     def counters(self):
         c = _capi.Counters()
         c.struct_size = ctypes.sizeof(_capi.Counters)

@@ -57,3 +57,12 @@ def test_exit_without_shutdown_still_leaves_in_order():
     seconds, message = lost[0][len("peer lost after "):].split(" s: ", 1)
     assert message.startswith("peer lost: rank 1 finalized"), message
     assert float(seconds) < 3.0, lost  # the lease would have taken 5 s
+
+
+@pytest.mark.parametrize("setting,expected", [("auto", "shm"), ("shm", "shm"), ("tcp", "tcp")])
+def test_transport_setting_and_peer_stats(setting, expected):
+    result = run_job(2, "transports.py", setting)
+    assert_ok(result, "transports ok", 2)
+    for r in range(2):
+        assert f"link {1 - r} {expected} True" in lines_of(result, r), result.stdout
+        assert f"self rank {r} is not another member of process set 0" in lines_of(result, r)
