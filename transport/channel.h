@@ -35,6 +35,11 @@ class Channel {
   // The sleep ended: `fds` are the entries this channel appended, with their revents.
   virtual void FinishWait(const pollfd* fds) = 0;
 
+  // A new message starts in that direction: the bytes of one SendRecv or Relay. Both sides of a
+  // pair see the same message boundaries, so a backend may align each message's start.
+  virtual void BeginSend() {}
+  virtual void BeginRecv() {}
+
   // Zero-copy access, for backends whose bytes in flight sit in memory both sides map
   // (Context::Relay). ReadWindow: the contiguous bytes readable now, and in `*total` all that
   // are; Consume(n) releases them. WriteWindow/Produce likewise for room toward the peer.

@@ -138,6 +138,8 @@ Status SocketContext::SendRecv(int32_t to, const void* send_buf, size_t send_len
     return broken_ = Status(Code::kPeerLost, "peer lost: rank " + std::to_string(peer) + ": " + why.message());
   };
   const int spins = (out && out->spins()) || (in && in->spins()) ? kSpins : 0;
+  if (out) out->BeginSend();
+  if (in) in->BeginRecv();
   while (sent < send_len || received < recv_len) {
     bool progress = false;
     for (int attempt = 0; !progress; ++attempt) {
@@ -187,8 +189,8 @@ Status SocketContext::Relay(int32_t to, int32_t from, size_t len, size_t granule
   auto lost = [&](int32_t peer) {
     return broken_ = Status(Code::kPeerLost, "peer lost: rank " + std::to_string(peer) + ": connection closed");
   };
-  // A granule straddling a FIFO's wrap-around goes through these.
-  alignas(16) char bounce_in[16], bounce_out[16];
+  if (out) out->BeginSend();
+  if (in) in->BeginRecv();
   size_t done = 0;
   while (done < len) {
     size_t readable = SIZE_MAX, writable = SIZE_MAX;
@@ -200,30 +202,21 @@ Status SocketContext::Relay(int32_t to, int32_t from, size_t len, size_t granule
       size_t n = len - done;
       if (in) n = std::min(n, in->ReadWindow(&in_window, &readable));
       if (out) n = std::min(n, out->WriteWindow(&out_window, &writable));
+      // Messages start aligned and the FIFO size is a multiple of every granule, so a window
+      // cut short by the wrap-around still ends on a whole element.
       n -= n % granule;
-      if (n > 0) {
-        fn(in_window, out_window, done, n);
-      } else if (std::min(readable, writable) >= granule) {
-        size_t ignored = 0;
-        if (in) (void)in->TryRecv(bounce_in, granule, &ignored);
-        fn(in ? bounce_in : nullptr, out ? bounce_out : nullptr, done, granule);
-        if (out) (void)out->TrySend(bounce_out, granule, &ignored);
-        done += granule;
-        moved = true;
-        continue;
-      } else {
-        continue;
-      }
+      if (n == 0) continue;
+      fn(in_window, out_window, done, n);
       if (in) in->Consume(n);
       if (out) out->Produce(n);
       done += n;
       moved = true;
     }
-    if (moved) continue;
-    if (in && readable < granule && in->peer_gone()) return lost(from);
+    const bool starved = in && readable < granule, full = out && writable < granule;
+    if (moved || (!starved && !full)) continue;
+    if (starved && in->peer_gone()) return lost(from);
     if (out && out->peer_gone()) return lost(to);
-    TUTTI_RETURN_IF_ERROR(Wait(to, out && writable < granule ? out : nullptr, from,
-                               in && readable < granule ? in : nullptr, deadline));
+    TUTTI_RETURN_IF_ERROR(Wait(to, full ? out : nullptr, from, starved ? in : nullptr, deadline));
   }
   if (out) peers_[to].sent.fetch_add(len, std::memory_order_relaxed);
   if (in) peers_[from].received.fetch_add(len, std::memory_order_relaxed);

@@ -69,7 +69,7 @@ class Context {
 
   // Where AllShareMemory holds: streams `len` bytes arriving from `from` (none if from < 0) and
   // `len` bytes toward `to` (none if to < 0) through `fn(in, out, offset, n)`, called on
-  // consecutive windows, `n` a multiple of `granule` (at most 16) and `offset` counting from
+  // consecutive windows, `n` a multiple of `granule` (1, 2, 4, 8 or 16) and `offset` counting from
   // 0: `in` points at the next n bytes that arrived, `out` at room for the next n to send,
   // either null when absent. `fn` writes all of `out`. Errors as SendRecv.
   using RelayFn = std::function<void(const char* in, char* out, size_t offset, size_t n)>;

@@ -41,19 +41,31 @@ void ShmChannel::Ring() const {
   [[maybe_unused]] ssize_t n = write(wake_[1 - side_].get(), &one, sizeof(one));
 }
 
+namespace {
+size_t PadTo(uint64_t position) { return (kShmAlign - position % kShmAlign) % kShmAlign; }
+}  // namespace
+
+void ShmChannel::BeginSend() { send_pad_ = PadTo(out().head.load(std::memory_order_relaxed)); }
+
+void ShmChannel::BeginRecv() { recv_skip_ = PadTo(in().tail.load(std::memory_order_relaxed)); }
+
 size_t ShmChannel::ReadWindow(const char** window, size_t* total) {
   ShmFifo& fifo = in();
   const uint64_t capacity = segment_.header()->capacity;
-  const uint64_t tail = fifo.tail.load(std::memory_order_relaxed);
-  *total = fifo.head.load(std::memory_order_acquire) - tail;
-  const size_t at = tail & (capacity - 1);
+  const uint64_t start = fifo.tail.load(std::memory_order_relaxed) + recv_skip_;
+  const uint64_t head = fifo.head.load(std::memory_order_acquire);
+  // Until the sender padded and wrote this message, head stays short of its start.
+  *total = head > start ? head - start : 0;
+  const size_t at = start & (capacity - 1);
   *window = segment_.data(1 - side_) + at;
   return std::min<size_t>(*total, capacity - at);
 }
 
 void ShmChannel::Consume(size_t n) {
   ShmFifo& fifo = in();
-  fifo.tail.store(fifo.tail.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  fifo.tail.store(fifo.tail.load(std::memory_order_relaxed) + recv_skip_ + n,
+                  std::memory_order_release);
+  recv_skip_ = 0;
   // Pairs with the sender raising its flag and then re-reading tail (PrepareWait).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (fifo.sender_sleeping.load(std::memory_order_relaxed)) Ring();
@@ -62,16 +74,19 @@ void ShmChannel::Consume(size_t n) {
 size_t ShmChannel::WriteWindow(char** window, size_t* total) {
   ShmFifo& fifo = out();
   const uint64_t capacity = segment_.header()->capacity;
-  const uint64_t head = fifo.head.load(std::memory_order_relaxed);
-  *total = capacity - (head - fifo.tail.load(std::memory_order_acquire));
-  const size_t at = head & (capacity - 1);
+  const uint64_t start = fifo.head.load(std::memory_order_relaxed) + send_pad_;
+  const uint64_t used = start - fifo.tail.load(std::memory_order_acquire);
+  *total = used < capacity ? capacity - used : 0;
+  const size_t at = start & (capacity - 1);
   *window = segment_.data(side_) + at;
   return std::min<size_t>(*total, capacity - at);
 }
 
 void ShmChannel::Produce(size_t n) {
   ShmFifo& fifo = out();
-  fifo.head.store(fifo.head.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  fifo.head.store(fifo.head.load(std::memory_order_relaxed) + send_pad_ + n,
+                  std::memory_order_release);
+  send_pad_ = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (fifo.receiver_sleeping.load(std::memory_order_relaxed)) Ring();
 }
@@ -110,10 +125,10 @@ bool ShmChannel::PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) {
   waiting_send_ = send;
   waiting_recv_ = recv;
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const bool can_send = send && out().head.load(std::memory_order_relaxed) -
+  const bool can_send = send && out().head.load(std::memory_order_relaxed) + send_pad_ -
                                         out().tail.load(std::memory_order_relaxed) < capacity;
-  const bool can_recv = recv && in().head.load(std::memory_order_relaxed) !=
-                                        in().tail.load(std::memory_order_relaxed);
+  const bool can_recv = recv && in().head.load(std::memory_order_relaxed) >
+                                        in().tail.load(std::memory_order_relaxed) + recv_skip_;
   if (can_send || can_recv || peer_gone_) {
     FinishWait(nullptr);
     return false;

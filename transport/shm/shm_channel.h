@@ -13,6 +13,9 @@ namespace tutti::transport {
 // client::kRelaySliceBytes.
 constexpr size_t kShmFifoBytes = 4 << 20;
 
+// Alignment of every message in a FIFO: the largest element size.
+constexpr size_t kShmAlign = 16;
+
 class ShmChannel : public Channel {
  public:
   // The connecting (lower) rank: creates the segment and the two eventfds; `*to_pass` are the
@@ -34,6 +37,8 @@ class ShmChannel : public Channel {
   bool spins() const override { return true; }
   bool PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) override;
   void FinishWait(const pollfd* fds) override;
+  void BeginSend() override;
+  void BeginRecv() override;
   bool has_windows() const override { return true; }
   size_t ReadWindow(const char** window, size_t* total) override;
   void Consume(size_t n) override;
@@ -52,6 +57,9 @@ class ShmChannel : public Channel {
   UniqueFd memfd_;     // creator only, until passed
   UniqueFd wake_[2];   // wake_[s] is readable when side s should look again
   UniqueFd socket_;
+  // Every message starts at a multiple of kShmAlign in the FIFO, so that windows hold aligned
+  // elements: the padding still to skip before this message's first byte.
+  size_t send_pad_ = 0, recv_skip_ = 0;
   bool peer_gone_ = false;
   bool waiting_send_ = false, waiting_recv_ = false;
 };
