@@ -7,130 +7,42 @@
 #include <limits>
 
 #include "client/half.h"
+#include "client/reduce_isa.h"
+#include "client/reduce_loops.h"
 #include "client/reduce_narrow_simd.h"
 
 namespace tutti {
+
+namespace reduce_isa {
+
+bool Available(Isa isa) {
+  if (isa == Isa::kBaseline) return true;
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+#else
+  return false;
+#endif
+}
+
+Isa Best() {
+  static const Isa best = Available(Isa::kAvx2) ? Isa::kAvx2 : Isa::kBaseline;
+  return best;
+}
+
+bool ReducePlainWith(Isa isa, void* acc, const void* in, size_t count, DType dtype, ReduceOp op) {
+  if (isa == Isa::kAvx2) return avx2::ReducePlain(acc, in, count, dtype, op);
+  return ReducePlain(acc, in, count, dtype, op);
+}
+
+bool ScalePlainWith(Isa isa, void* dst, const void* src, size_t n, DType dtype, double factor) {
+  if (isa == Isa::kAvx2) return avx2::ScalePlain(dst, src, n, dtype, factor);
+  return ScalePlain(dst, src, n, dtype, factor);
+}
+
+}  // namespace reduce_isa
+
 namespace {
-
-[[noreturn]] void Die(const char* what) {
-  std::fprintf(stderr, "tutti: reduce kernel: %s\n", what);
-  std::abort();
-}
-
-// A codec says how an element is stored and in which type it is computed. Keeping the
-// conversion out of the loops lets one loop template serve both the plain types (where
-// Load/Store vanish and GCC vectorizes) and the 16-bit floats (widened to float32).
-template <typename T>
-struct Plain {
-  using Storage = T;
-  static T Load(T v) { return v; }
-  static T Store(T v) { return v; }
-};
-
-struct Half {
-  using Storage = uint16_t;
-  static float Load(uint16_t v) { return HalfToFloat(v); }
-  static uint16_t Store(float v) { return FloatToHalf(v); }
-};
-
-struct BFloat16 {
-  using Storage = uint16_t;
-  static float Load(uint16_t v) { return BFloat16ToFloat(v); }
-  static uint16_t Store(float v) { return FloatToBFloat16(v); }
-};
-
-struct Sum {
-  template <typename T>
-  T operator()(T a, T b) const { return static_cast<T>(a + b); }
-};
-
-struct Product {
-  template <typename T>
-  T operator()(T a, T b) const { return static_cast<T>(a * b); }
-};
-
-// NaN must win whichever side it is on (as torch does); for integers the NaN test folds away.
-struct Min {
-  template <typename T>
-  T operator()(T a, T b) const {
-    T r = b < a ? b : a;
-    return b != b ? b : r;
-  }
-};
-
-struct Max {
-  template <typename T>
-  T operator()(T a, T b) const {
-    T r = a < b ? b : a;
-    return b != b ? b : r;
-  }
-};
-
-// GCC 12+ vectorizes at -O2 only under the "very cheap" cost model, which refuses loops whose
-// trip count may leave a scalar remainder. Fixed-size inner blocks give it such loops at -O2;
-// the tail is done one element at a time. (A lambda body would lose the restrict qualifiers.)
-template <typename S>
-constexpr size_t kBlock = 64 / sizeof(S);
-
-template <typename C, typename Op>
-void CombineLoop(typename C::Storage* __restrict acc, const typename C::Storage* __restrict in,
-                 size_t n, Op op) {
-  constexpr size_t kB = kBlock<typename C::Storage>;
-  size_t i = 0;
-  for (; i + kB <= n; i += kB) {
-    for (size_t j = i; j < i + kB; ++j) acc[j] = C::Store(op(C::Load(acc[j]), C::Load(in[j])));
-  }
-  for (; i < n; ++i) acc[i] = C::Store(op(C::Load(acc[i]), C::Load(in[i])));
-}
-
-template <typename C, typename Op>
-void Combine(void* acc, const void* in, size_t n, Op op) {
-  using S = typename C::Storage;
-  CombineLoop<C>(static_cast<S*>(acc), static_cast<const S*>(in), n, op);
-}
-
-// Sum and product go through `Arith` (unsigned for integers: wrap-around without signed-overflow
-// UB); min and max need the signed order of `Order`.
-template <typename Arith, typename Order>
-void ReduceTyped(void* acc, const void* in, size_t n, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kAverage: return Combine<Arith>(acc, in, n, Sum{});
-    case ReduceOp::kProduct: return Combine<Arith>(acc, in, n, Product{});
-    case ReduceOp::kMin: return Combine<Order>(acc, in, n, Min{});
-    case ReduceOp::kMax: return Combine<Order>(acc, in, n, Max{});
-  }
-  Die("invalid reduce op");
-}
-
-template <typename C, typename Fn>
-void MapLoop(typename C::Storage* __restrict dst, const typename C::Storage* __restrict src,
-             size_t n, Fn fn) {
-  constexpr size_t kB = kBlock<typename C::Storage>;
-  size_t i = 0;
-  for (; i + kB <= n; i += kB) {
-    for (size_t j = i; j < i + kB; ++j) dst[j] = C::Store(fn(C::Load(src[j])));
-  }
-  for (; i < n; ++i) dst[i] = C::Store(fn(C::Load(src[i])));
-}
-
-template <typename C, typename Fn>
-void MapInPlaceLoop(typename C::Storage* buf, size_t n, Fn fn) {
-  constexpr size_t kB = kBlock<typename C::Storage>;
-  size_t i = 0;
-  for (; i + kB <= n; i += kB) {
-    for (size_t j = i; j < i + kB; ++j) buf[j] = C::Store(fn(C::Load(buf[j])));
-  }
-  for (; i < n; ++i) buf[i] = C::Store(fn(C::Load(buf[i])));
-}
-
-// dst == src would break MapLoop's restrict promise, so in place takes its own loop.
-template <typename C, typename Fn>
-void Map(void* dst, const void* src, size_t n, Fn fn) {
-  using S = typename C::Storage;
-  if (dst == src) return MapInPlaceLoop<C>(static_cast<S*>(dst), n, fn);
-  MapLoop<C>(static_cast<S*>(dst), static_cast<const S*>(src), n, fn);
-}
 
 void Scale(void* dst, const void* src, size_t n, DType dtype, double factor) {
   const float f32 = static_cast<float>(factor);
@@ -146,10 +58,9 @@ void Scale(void* dst, const void* src, size_t n, DType dtype, double factor) {
       if (dtype == DType::kFloat16) return Map<Half>(d + done, s + done, n - done, by_f32);
       return Map<BFloat16>(d + done, s + done, n - done, by_f32);
     }
-    case DType::kFloat32: return Map<Plain<float>>(dst, src, n, by_f32);
-    case DType::kFloat64:
-      return Map<Plain<double>>(dst, src, n, [factor](double x) { return x * factor; });
-    default: Die("only floating buffers can be scaled by a factor other than 1");
+    default:
+      if (!reduce_isa::ScalePlainWith(reduce_isa::Best(), dst, src, n, dtype, factor))
+        Die("only floating buffers can be scaled by a factor other than 1");
   }
 }
 
@@ -178,14 +89,10 @@ void ReduceInto(void* acc, const void* in, size_t count, DType dtype, ReduceOp o
       if (dtype == DType::kFloat16) return ReduceTyped<Half, Half>(a + done, b + done, count - done, op);
       return ReduceTyped<BFloat16, BFloat16>(a + done, b + done, count - done, op);
     }
-    case DType::kFloat32: return ReduceTyped<Plain<float>, Plain<float>>(acc, in, count, op);
-    case DType::kFloat64: return ReduceTyped<Plain<double>, Plain<double>>(acc, in, count, op);
-    case DType::kInt8: return ReduceTyped<Plain<uint8_t>, Plain<int8_t>>(acc, in, count, op);
-    case DType::kUInt8: return ReduceTyped<Plain<uint8_t>, Plain<uint8_t>>(acc, in, count, op);
-    case DType::kInt32: return ReduceTyped<Plain<uint32_t>, Plain<int32_t>>(acc, in, count, op);
-    case DType::kInt64: return ReduceTyped<Plain<uint64_t>, Plain<int64_t>>(acc, in, count, op);
+    default:
+      if (!reduce_isa::ReducePlainWith(reduce_isa::Best(), acc, in, count, dtype, op))
+        Die("invalid dtype");
   }
-  Die("invalid dtype");
 }
 
 void ScaleInPlace(void* buf, size_t count, DType dtype, double factor) {

@@ -1,4 +1,5 @@
 #include "client/reduce.h"
+#include "client/reduce_isa.h"
 #include "client/reduce_narrow_simd.h"
 
 #include <gtest/gtest.h>
@@ -251,29 +252,39 @@ class ReduceTypedTest : public ::testing::Test {};
 using PlainTypes = ::testing::Types<float, double, int8_t, uint8_t, int32_t, int64_t>;
 TYPED_TEST_SUITE(ReduceTypedTest, PlainTypes);
 
+// ReduceInto, and each instruction set's kernels this CPU can run (reduce_isa.h).
 TYPED_TEST(ReduceTypedTest, MatchesScalarReference) {
   using T = TypeParam;
   std::mt19937_64 rng(99);
-  for (ReduceOp op : kAllOps) {
-    for (size_t n : kLengths) {
-      std::vector<T> acc(n), in(n);
-      for (size_t i = 0; i < n; ++i) {
-        acc[i] = RandomValue<T>(rng);
-        in[i] = RandomValue<T>(rng);
-      }
-      std::vector<T> expected(n);
-      for (size_t i = 0; i < n; ++i) {
-        if constexpr (std::is_floating_point_v<T>) {
-          expected[i] = FloatRef(acc[i], in[i], op);
-        } else {
-          expected[i] = IntRef(acc[i], in[i], op);
+  enum Kernel { kDispatched, kBaseline, kAvx2 };
+  for (Kernel kernel : {kDispatched, kBaseline, kAvx2}) {
+    if (kernel == kAvx2 && !reduce_isa::Available(reduce_isa::Isa::kAvx2)) continue;
+    for (ReduceOp op : kAllOps) {
+      for (size_t n : kLengths) {
+        std::vector<T> acc(n), in(n);
+        for (size_t i = 0; i < n; ++i) {
+          acc[i] = RandomValue<T>(rng);
+          in[i] = RandomValue<T>(rng);
         }
-      }
-      ReduceInto(acc.data(), in.data(), n, Elem<T>::kDType, op);
-      for (size_t i = 0; i < n; ++i) {
-        ASSERT_TRUE(SameElement(expected[i], acc[i]))
-            << "op " << static_cast<int>(op) << " n " << n << " i " << i << " expected "
-            << +expected[i] << " got " << +acc[i];
+        std::vector<T> expected(n);
+        for (size_t i = 0; i < n; ++i) {
+          if constexpr (std::is_floating_point_v<T>) {
+            expected[i] = FloatRef(acc[i], in[i], op);
+          } else {
+            expected[i] = IntRef(acc[i], in[i], op);
+          }
+        }
+        if (kernel == kDispatched)
+          ReduceInto(acc.data(), in.data(), n, Elem<T>::kDType, op);
+        else
+          ASSERT_TRUE(reduce_isa::ReducePlainWith(
+              kernel == kAvx2 ? reduce_isa::Isa::kAvx2 : reduce_isa::Isa::kBaseline, acc.data(),
+              in.data(), n, Elem<T>::kDType, op));
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_TRUE(SameElement(expected[i], acc[i]))
+              << "kernel " << kernel << " op " << static_cast<int>(op) << " n " << n << " i " << i
+              << " expected " << +expected[i] << " got " << +acc[i];
+        }
       }
     }
   }
