@@ -1,7 +1,10 @@
 // The floor under tutti's control plane: a bare ZeroMQ DEALER -> ROUTER -> DEALER round trip of a
 // small message between two processes on loopback TCP, as tuttid and a rank exchange them.
 // Prints the median and p90 round trip in microseconds.
+#include <sys/prctl.h>
 #include <sys/wait.h>
+
+#include <csignal>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +22,8 @@ int main(int argc, char** argv) {
   if (pipe(ready) != 0) return 1;
   pid_t child = fork();
   if (child == 0) {  // the "coordinator": echo every message back to its sender
+    // Dies with the parent: an echo server left behind could answer a later run's port.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     zmq::context_t context(1);
     zmq::socket_t router(context, zmq::socket_type::router);
     router.bind("tcp://127.0.0.1:*");
