@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.set_version_flag("--version", "tuttid 0.1.0 (protocol " +
+  app.set_version_flag("--version", "tuttid 0.2.0 (protocol " +
                                         std::to_string(tutti::wire::kProtocolVersion) + ")");
   CLI11_PARSE(app, argc, argv);
   options.stall_warning_ms = static_cast<int64_t>(stall_warning_s * 1000);
