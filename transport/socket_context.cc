@@ -15,8 +15,8 @@
 namespace tutti::transport {
 namespace {
 
-// Tries of a shared-memory exchange before sleeping: about 10 µs, less than a sleep and wake-up
-// costs, so a peer that is running answers without either side entering the kernel.
+// Tries of a shared-memory exchange before sleeping: a few microseconds, less than a sleep and
+// wake-up cost, so a peer that is running answers without either side entering the kernel.
 constexpr int kSpins = 256;
 
 inline void CpuRelax() {
@@ -26,15 +26,6 @@ inline void CpuRelax() {
 }
 
 }  // namespace
-
-const char* LinkName(Link link) {
-  switch (link) {
-    case Link::kTcp: return "tcp";
-    case Link::kShm: return "shm";
-    case Link::kNone: break;
-  }
-  return "none";
-}
 
 SocketContext::SocketContext(SocketDevice* device, int32_t set_id, int32_t self,
                              std::vector<PeerRoute> routes)
@@ -87,7 +78,8 @@ Status SocketContext::Connect(int32_t peer, Deadline deadline, std::unique_ptr<C
       return Status::Ok();
     }
     std::unique_ptr<ShmChannel> shm;
-    TUTTI_RETURN_IF_ERROR(ShmChannel::Adopt(std::move(accepted.fd), std::move(accepted.passed), &shm));
+    TUTTI_RETURN_IF_ERROR(
+        ShmChannel::Adopt(std::move(accepted.fd), std::move(accepted.passed), &shm));
     *channel = std::move(shm);
     return Status::Ok();
   }
@@ -135,7 +127,8 @@ Status SocketContext::SendRecv(int32_t to, const void* send_buf, size_t send_len
   char* recv_bytes = static_cast<char*>(recv_buf);
   size_t sent = 0, received = 0;
   auto lost = [&](int32_t peer, const Status& why) {
-    return broken_ = Status(Code::kPeerLost, "peer lost: rank " + std::to_string(peer) + ": " + why.message());
+    return broken_ = Status(Code::kPeerLost,
+                            "peer lost: rank " + std::to_string(peer) + ": " + why.message());
   };
   const int spins = (out && out->spins()) || (in && in->spins()) ? kSpins : 0;
   if (out) out->BeginSend();
@@ -176,8 +169,8 @@ bool SocketContext::AllShareMemory(const std::vector<int32_t>& ranks) const {
   return true;
 }
 
-Status SocketContext::Relay(int32_t to, int32_t from, size_t len, size_t granule,
-                            Deadline deadline, const RelayFn& fn) {
+Status SocketContext::Relay(int32_t to, int32_t from, size_t len, size_t granule, Deadline deadline,
+                            const RelayFn& fn) {
   if (!broken_.ok()) return broken_;
   if (!(broken_ = Aborted()).ok()) return broken_;
   if (len == 0) return Status::Ok();
@@ -187,7 +180,8 @@ Status SocketContext::Relay(int32_t to, int32_t from, size_t len, size_t granule
   if ((out && !out->has_windows()) || (in && !in->has_windows()))
     return Status(Code::kInternal, "relay over a channel without shared memory");
   auto lost = [&](int32_t peer) {
-    return broken_ = Status(Code::kPeerLost, "peer lost: rank " + std::to_string(peer) + ": connection closed");
+    return broken_ = Status(Code::kPeerLost,
+                            "peer lost: rank " + std::to_string(peer) + ": connection closed");
   };
   if (out) out->BeginSend();
   if (in) in->BeginRecv();
@@ -253,8 +247,8 @@ Status SocketContext::Wait(int32_t to, Channel* out, int32_t from, Channel* in, 
   if (ready < 0 && errno != EINTR) return Status(Code::kInternal, std::strerror(errno));
   if (ready == 0)
     return broken_ = Status(Code::kTimeout, "data plane: no progress exchanging with ranks " +
-                                                std::to_string(to) + " and " + std::to_string(from) +
-                                                " before the deadline");
+                                                std::to_string(to) + " and " +
+                                                std::to_string(from) + " before the deadline");
   if (poll_fds_[0].revents & POLLIN) return Status(Code::kShutDown, "the runtime was finalized");
   if (poll_fds_[1].revents & POLLIN) return broken_ = Aborted();
   return Status::Ok();

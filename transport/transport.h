@@ -21,7 +21,6 @@ using Deadline = Clock::time_point;
 // Which backend carries a peer pair. Values are those of tutti_transport_t (tutti.h): never
 // change them.
 enum class Link : int32_t { kNone = 0, kTcp = 1, kShm = 2 };
-const char* LinkName(Link link);
 
 // How to reach one rank of the job: its TCP endpoint, and the backend to use with it. kShm only
 // for ranks on this host (same host identity); kNone for this rank itself.

@@ -2,13 +2,12 @@
 // results, the stats call names the backend of every pair, TUTTI_TRANSPORT is checked, and
 // killed ranks leave nothing of tutti in /dev/shm. Multi-host selection: netns_test.cc.
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <map>
 #include <set>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "multiproc/cluster.h"
 
@@ -16,8 +15,8 @@ namespace tutti::testing {
 namespace {
 
 struct Transcript {
-  std::map<std::string, std::string> hashes;  // case -> fnv
-  std::map<int, std::string> links;           // peer -> "<transport> <connected>"
+  std::map<std::string, std::string> hashes;           // case -> fnv
+  std::map<int, std::string> links;                    // peer -> "<transport> <connected>"
   std::map<int, std::pair<uint64_t, uint64_t>> bytes;  // peer -> sent, received
   std::string self, unknown;
 };
@@ -78,7 +77,8 @@ TEST_P(Transports, ShmAndTcpGiveBitwiseIdenticalResults) {
       EXPECT_GT(shm[r].bytes.at(peer).first, 0u);
       EXPECT_GT(shm[r].bytes.at(peer).second, 0u);
     }
-    EXPECT_EQ(shm[r].self, "-1 rank " + std::to_string(r) + " is not another member of process set 0");
+    EXPECT_EQ(shm[r].self,
+              "-1 rank " + std::to_string(r) + " is not another member of process set 0");
     EXPECT_EQ(shm[r].unknown.substr(0, 3), "-2 ") << shm[r].unknown;
   }
 }
@@ -100,7 +100,8 @@ TEST(Transport, UnknownSettingIsRefused) {
   for (auto& rank : ranks) {
     auto line = rank->ReadUntil("init ", In(60));
     ASSERT_TRUE(line) << rank->transcript();
-    EXPECT_EQ(*line, "-1 unknown transport 'carrier-pigeon' (TUTTI_TRANSPORT): use auto, tcp or shm");
+    EXPECT_EQ(*line,
+              "-1 unknown transport 'carrier-pigeon' (TUTTI_TRANSPORT): use auto, tcp or shm");
   }
   ExpectAllSucceed(ranks);
 }
@@ -116,8 +117,9 @@ TEST(Transport, SettingsThatDifferAcrossRanksAreRefusedOnEveryRank) {
   for (auto& rank : ranks) {
     auto line = rank->ReadUntil("init ", In(60));
     ASSERT_TRUE(line) << rank->transcript();
-    EXPECT_EQ(*line, "-5 transports differ: rank 0 asked for 'auto', rank 2 for 'tcp' (set "
-                     "TUTTI_TRANSPORT alike on every rank)");
+    EXPECT_EQ(*line,
+              "-5 transports differ: rank 0 asked for 'auto', rank 2 for 'tcp' (set "
+              "TUTTI_TRANSPORT alike on every rank)");
   }
   ExpectAllSucceed(ranks);
 }
@@ -127,7 +129,8 @@ std::set<std::string> TuttiInDevShm() {
   std::set<std::string> names;
   if (DIR* dir = opendir("/dev/shm")) {
     while (dirent* entry = readdir(dir))
-      if (std::string(entry->d_name).find("tutti") != std::string::npos) names.insert(entry->d_name);
+      if (std::string(entry->d_name).find("tutti") != std::string::npos)
+        names.insert(entry->d_name);
     closedir(dir);
   }
   return names;

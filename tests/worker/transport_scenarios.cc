@@ -11,7 +11,8 @@ namespace {
 
 // A value that makes float sums depend on their order: mixed signs and magnitudes.
 double Noisy(int32_t rank, int64_t i) {
-  uint64_t x = (static_cast<uint64_t>(rank) + 1) * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(i) * 0xbf58476d1ce4e5b9ull;
+  uint64_t x = (static_cast<uint64_t>(rank) + 1) * 0x9e3779b97f4a7c15ull ^
+               static_cast<uint64_t>(i) * 0xbf58476d1ce4e5b9ull;
   x ^= x >> 31;
   x *= 0x94d049bb133111ebull;
   x ^= x >> 29;
@@ -41,13 +42,16 @@ int TransportCases() {
   int failures = 0;
   for (int32_t dtype : dtypes) {
     const DTypeInfo& d = Find(dtype);
-    const double tolerance = dtype == TUTTI_DTYPE_FLOAT64 ? 1e-9 : dtype == TUTTI_DTYPE_FLOAT32 ? 1e-4 : 3e-2;
+    const double tolerance = dtype == TUTTI_DTYPE_FLOAT64   ? 1e-9
+                             : dtype == TUTTI_DTYPE_FLOAT32 ? 1e-4
+                                                            : 3e-2;
     for (int64_t count : counts) {
       const std::string name = std::string("transport.") + d.name + "." + std::to_string(count);
       Tensor t(dtype, count, d.size);
       const bool integer = dtype == TUTTI_DTYPE_INT32;
       for (int64_t i = 0; i < count; ++i)
-        d.store(t.bytes.data(), i, integer ? static_cast<double>((my_rank + 1) * (i % 1000) - 7) : Noisy(my_rank, i));
+        d.store(t.bytes.data(), i,
+                integer ? static_cast<double>((my_rank + 1) * (i % 1000) - 7) : Noisy(my_rank, i));
       if (Allreduce(name.c_str(), TUTTI_WORLD, t) != TUTTI_OK) return 1;
       for (int64_t i = 0; i < count; ++i) {
         double want = 0, magnitude = 0;
@@ -58,9 +62,11 @@ int TransportCases() {
         }
         const double got = d.load(t.bytes.data(), i);
         if (std::fabs(got - want) > tolerance * magnitude && failures++ < 5)
-          Say("fail %s[%lld]: got %.9g want %.9g", name.c_str(), static_cast<long long>(i), got, want);
+          Say("fail %s[%lld]: got %.9g want %.9g", name.c_str(), static_cast<long long>(i), got,
+              want);
       }
-      Say("hash %s %016llx", name.c_str(), static_cast<unsigned long long>(Fnv1a(t.bytes.data(), t.bytes.size())));
+      Say("hash %s %016llx", name.c_str(),
+          static_cast<unsigned long long>(Fnv1a(t.bytes.data(), t.bytes.size())));
     }
   }
   for (int32_t peer = 0; peer < world_size; ++peer) {
@@ -68,7 +74,8 @@ int TransportCases() {
     tutti_peer_stats_t stats = TUTTI_PEER_STATS_INIT;
     Check("peer stats", tutti_get_peer_stats(rt, TUTTI_WORLD, peer, &stats));
     Say("link %d %s %d %llu %llu", peer, tutti_transport_name(stats.transport), stats.connected,
-        static_cast<unsigned long long>(stats.bytes_sent), static_cast<unsigned long long>(stats.bytes_received));
+        static_cast<unsigned long long>(stats.bytes_sent),
+        static_cast<unsigned long long>(stats.bytes_received));
   }
   tutti_peer_stats_t stats = TUTTI_PEER_STATS_INIT;
   tutti_status_t status = tutti_get_peer_stats(rt, TUTTI_WORLD, my_rank, &stats);

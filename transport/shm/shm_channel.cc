@@ -126,9 +126,10 @@ bool ShmChannel::PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) {
   waiting_recv_ = recv;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const bool can_send = send && out().head.load(std::memory_order_relaxed) + send_pad_ -
-                                        out().tail.load(std::memory_order_relaxed) < capacity;
+                                        out().tail.load(std::memory_order_relaxed) <
+                                    capacity;
   const bool can_recv = recv && in().head.load(std::memory_order_relaxed) >
-                                        in().tail.load(std::memory_order_relaxed) + recv_skip_;
+                                    in().tail.load(std::memory_order_relaxed) + recv_skip_;
   if (can_send || can_recv || peer_gone_) {
     FinishWait(nullptr);
     return false;

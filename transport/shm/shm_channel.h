@@ -54,8 +54,8 @@ class ShmChannel : public Channel {
 
   const int side_;  // 0: created the segment; 1: adopted it
   ShmSegment segment_;
-  UniqueFd memfd_;     // creator only, until passed
-  UniqueFd wake_[2];   // wake_[s] is readable when side s should look again
+  UniqueFd memfd_;    // creator only, until passed
+  UniqueFd wake_[2];  // wake_[s] is readable when side s should look again
   UniqueFd socket_;
   // Every message starts at a multiple of kShmAlign in the FIFO, so that windows hold aligned
   // elements: the padding still to skip before this message's first byte.

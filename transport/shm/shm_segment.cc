@@ -53,7 +53,8 @@ Status ShmSegment::Map(int fd, ShmSegment* segment) {
   struct stat info {};
   if (fstat(fd, &info) != 0) return Failed("fstat");
   const size_t bytes = static_cast<size_t>(info.st_size);
-  if (bytes < DataOffset()) return Status(Code::kInternal, "shared memory: the peer's segment is too small");
+  if (bytes < DataOffset())
+    return Status(Code::kInternal, "shared memory: the peer's segment is too small");
   TUTTI_RETURN_IF_ERROR(MapFd(fd, bytes, segment));
   const ShmHeader* header = segment->header_;
   if (header->magic != kShmMagic || DataOffset() + 2 * header->capacity != bytes)
