@@ -51,7 +51,7 @@ void ShmChannel::BeginRecv() { recv_skip_ = PadTo(in().tail.load(std::memory_ord
 
 size_t ShmChannel::ReadWindow(const char** window, size_t* total) {
   ShmFifo& fifo = in();
-  const uint64_t capacity = segment_.header()->capacity;
+  const uint64_t capacity = segment_.capacity();
   const uint64_t start = fifo.tail.load(std::memory_order_relaxed) + recv_skip_;
   const uint64_t head = fifo.head.load(std::memory_order_acquire);
   // Until the sender padded and wrote this message, head stays short of its start.
@@ -61,19 +61,22 @@ size_t ShmChannel::ReadWindow(const char** window, size_t* total) {
   return std::min<size_t>(*total, capacity - at);
 }
 
-void ShmChannel::Consume(size_t n) {
-  ShmFifo& fifo = in();
-  fifo.tail.store(fifo.tail.load(std::memory_order_relaxed) + recv_skip_ + n,
-                  std::memory_order_release);
-  recv_skip_ = 0;
-  // Pairs with the sender raising its flag and then re-reading tail (PrepareWait).
+void ShmChannel::Advance(std::atomic<uint64_t>& cursor, uint64_t by,
+                         const std::atomic<uint32_t>& sleeping) const {
+  cursor.store(cursor.load(std::memory_order_relaxed) + by, std::memory_order_release);
+  // Pairs with the other side raising its flag and then re-reading the cursor (PrepareWait).
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (fifo.sender_sleeping.load(std::memory_order_relaxed)) Ring();
+  if (sleeping.load(std::memory_order_relaxed)) Ring();
+}
+
+void ShmChannel::Consume(size_t n) {
+  Advance(in().tail, recv_skip_ + n, in().sender_sleeping);
+  recv_skip_ = 0;
 }
 
 size_t ShmChannel::WriteWindow(char** window, size_t* total) {
   ShmFifo& fifo = out();
-  const uint64_t capacity = segment_.header()->capacity;
+  const uint64_t capacity = segment_.capacity();
   const uint64_t start = fifo.head.load(std::memory_order_relaxed) + send_pad_;
   const uint64_t used = start - fifo.tail.load(std::memory_order_acquire);
   *total = used < capacity ? capacity - used : 0;
@@ -83,12 +86,8 @@ size_t ShmChannel::WriteWindow(char** window, size_t* total) {
 }
 
 void ShmChannel::Produce(size_t n) {
-  ShmFifo& fifo = out();
-  fifo.head.store(fifo.head.load(std::memory_order_relaxed) + send_pad_ + n,
-                  std::memory_order_release);
+  Advance(out().head, send_pad_ + n, out().receiver_sleeping);
   send_pad_ = 0;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (fifo.receiver_sleeping.load(std::memory_order_relaxed)) Ring();
 }
 
 Status ShmChannel::TrySend(const char* data, size_t len, size_t* moved) {
@@ -119,7 +118,7 @@ Status ShmChannel::TryRecv(char* data, size_t len, size_t* moved) {
 }
 
 bool ShmChannel::PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) {
-  const uint64_t capacity = segment_.header()->capacity;
+  const uint64_t capacity = segment_.capacity();
   if (send) out().sender_sleeping.store(1, std::memory_order_relaxed);
   if (recv) in().receiver_sleeping.store(1, std::memory_order_relaxed);
   waiting_send_ = send;

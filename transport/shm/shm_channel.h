@@ -51,6 +51,10 @@ class ShmChannel : public Channel {
   ShmFifo& out() const { return segment_.header()->fifo[side_]; }
   ShmFifo& in() const { return segment_.header()->fifo[1 - side_]; }
   void Ring() const;
+  // Moves this side's `cursor` on by `by` bytes, publishing them, and wakes the peer if it sleeps
+  // on `sleeping`.
+  void Advance(std::atomic<uint64_t>& cursor, uint64_t by,
+               const std::atomic<uint32_t>& sleeping) const;
 
   const int side_;  // 0: created the segment; 1: adopted it
   ShmSegment segment_;

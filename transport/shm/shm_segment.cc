@@ -45,6 +45,7 @@ Status ShmSegment::Create(size_t capacity, ShmSegment* segment, UniqueFd* fd) {
   ShmHeader* header = new (segment->base_) ShmHeader{};
   header->capacity = capacity;
   header->magic = kShmMagic;
+  segment->capacity_ = capacity;
   *fd = std::move(memfd);
   return Status::Ok();
 }
@@ -57,8 +58,11 @@ Status ShmSegment::Map(int fd, ShmSegment* segment) {
     return Status(Code::kInternal, "shared memory: the peer's segment is too small");
   TUTTI_RETURN_IF_ERROR(MapFd(fd, bytes, segment));
   const ShmHeader* header = segment->header_;
-  if (header->magic != kShmMagic || DataOffset() + 2 * header->capacity != bytes)
+  const uint64_t capacity = header->capacity;
+  if (header->magic != kShmMagic || DataOffset() + 2 * capacity != bytes || capacity < 64 ||
+      (capacity & (capacity - 1)) != 0)
     return Status(Code::kInternal, "shared memory: the peer's segment has a foreign layout");
+  segment->capacity_ = capacity;
   return Status::Ok();
 }
 

@@ -45,7 +45,9 @@ class ShmSegment {
   static Status Map(int fd, ShmSegment* segment);
 
   ShmHeader* header() const { return header_; }
-  char* data(int direction) const { return base_ + data_offset_ + direction * header_->capacity; }
+  // Each FIFO's size, as checked when mapped: the copy in shared memory is the peer's to write.
+  size_t capacity() const { return capacity_; }
+  char* data(int direction) const { return base_ + data_offset_ + direction * capacity_; }
 
  private:
   static Status MapFd(int fd, size_t bytes, ShmSegment* segment);
@@ -53,6 +55,7 @@ class ShmSegment {
   char* base_ = nullptr;
   size_t bytes_ = 0;
   size_t data_offset_ = 0;
+  size_t capacity_ = 0;
   ShmHeader* header_ = nullptr;
 };
 
