@@ -4,8 +4,12 @@
 #include <cstring>
 
 #include "client/reduce.h"
+#include "transport/shm/shm_channel.h"
 
 namespace tutti::client {
+
+// A relay step must fit in half a FIFO, or the ring could stall with every FIFO full.
+static_assert(transport::kShmFifoBytes >= 2 * kRelaySliceBytes);
 
 size_t IndexOf(const std::vector<int32_t>& members, int32_t rank) {
   return static_cast<size_t>(std::lower_bound(members.begin(), members.end(), rank) -

@@ -29,9 +29,10 @@ class Channel {
   // Worth retrying a few times before sleeping: moving bytes costs no system call.
   virtual bool spins() const { return false; }
 
-  // About to sleep until this channel can send (`send`) or receive (`recv`): appends the fds to
-  // poll. Returns false instead when progress became possible meanwhile (do not sleep).
-  virtual bool PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) = 0;
+  // About to sleep until this channel can send (`send`) or receive (`recv`) at least `need`
+  // bytes: appends the fds to poll. Returns false instead when that became possible meanwhile
+  // (do not sleep).
+  virtual bool PrepareWait(bool send, bool recv, size_t need, std::vector<pollfd>* fds) = 0;
   // The sleep ended: `fds` are the entries this channel appended, with their revents.
   virtual void FinishWait(const pollfd* fds) = 0;
 

@@ -130,7 +130,8 @@ Status SocketContext::SendRecv(int32_t to, const void* send_buf, size_t send_len
     return broken_ = Status(Code::kPeerLost,
                             "peer lost: rank " + std::to_string(peer) + ": " + why.message());
   };
-  const int spins = (out && out->spins()) || (in && in->spins()) ? kSpins : 0;
+  // Retrying a TCP channel costs a system call each time: spin only over shared memory alone.
+  const int spins = (!out || out->spins()) && (!in || in->spins()) ? kSpins : 0;
   if (out) out->BeginSend();
   if (in) in->BeginRecv();
   while (sent < send_len || received < recv_len) {
@@ -156,9 +157,9 @@ Status SocketContext::SendRecv(int32_t to, const void* send_buf, size_t send_len
     }
     if (progress) continue;
     TUTTI_RETURN_IF_ERROR(Wait(to, sent < send_len ? out : nullptr, from,
-                               received < recv_len ? in : nullptr, deadline));
+                               received < recv_len ? in : nullptr, 1, deadline));
   }
-  peers_[to].sent.fetch_add(sent, std::memory_order_relaxed);
+  if (send_len > 0) peers_[to].sent.fetch_add(sent, std::memory_order_relaxed);
   if (recv_len > 0) peers_[from].received.fetch_add(received, std::memory_order_relaxed);
   return Status::Ok();
 }
@@ -210,14 +211,16 @@ Status SocketContext::Relay(int32_t to, int32_t from, size_t len, size_t granule
     if (moved || (!starved && !full)) continue;
     if (starved && in->peer_gone()) return lost(from);
     if (out && out->peer_gone()) return lost(to);
-    TUTTI_RETURN_IF_ERROR(Wait(to, full ? out : nullptr, from, starved ? in : nullptr, deadline));
+    TUTTI_RETURN_IF_ERROR(
+        Wait(to, full ? out : nullptr, from, starved ? in : nullptr, granule, deadline));
   }
   if (out) peers_[to].sent.fetch_add(len, std::memory_order_relaxed);
   if (in) peers_[from].received.fetch_add(len, std::memory_order_relaxed);
   return Status::Ok();
 }
 
-Status SocketContext::Wait(int32_t to, Channel* out, int32_t from, Channel* in, Deadline deadline) {
+Status SocketContext::Wait(int32_t to, Channel* out, int32_t from, Channel* in, size_t need,
+                           Deadline deadline) {
   poll_fds_.assign({{device_->cancel_fd(), POLLIN, 0}, {abort_fd_.get(), POLLIN, 0}});
   // Each channel's entries, so that it can read its own revents.
   struct Prepared {
@@ -228,7 +231,7 @@ Status SocketContext::Wait(int32_t to, Channel* out, int32_t from, Channel* in, 
   bool sleep = true;
   auto prepare = [&](Channel* channel, bool send, bool recv) {
     const size_t first = poll_fds_.size();
-    if (channel->PrepareWait(send, recv, &poll_fds_))
+    if (channel->PrepareWait(send, recv, need, &poll_fds_))
       prepared[count++] = {channel, first};
     else
       sleep = false;
@@ -239,17 +242,20 @@ Status SocketContext::Wait(int32_t to, Channel* out, int32_t from, Channel* in, 
     if (out != nullptr) prepare(out, true, false);
     if (in != nullptr && sleep) prepare(in, false, true);
   }
-  int ready = 1;
-  if (sleep) ready = poll(poll_fds_.data(), poll_fds_.size(), PollTimeoutMs(deadline));
+  // Not sleeping still looks at the fds (without waiting), so that a caller that keeps finding
+  // progress possible still sees an abort, a shutdown or the deadline.
+  const int ready = sleep ? poll(poll_fds_.data(), poll_fds_.size(), PollTimeoutMs(deadline))
+                          : poll(poll_fds_.data(), 2, 0);
   for (size_t i = 0; i < count; ++i)
     prepared[i].channel->FinishWait(sleep ? &poll_fds_[prepared[i].first] : nullptr);
-  if (!sleep) return Status::Ok();
-  if (ready < 0 && errno != EINTR) return Status(Code::kInternal, std::strerror(errno));
+  if (!sleep && ready == 0 && PollTimeoutMs(deadline) > 0) return Status::Ok();
+  if (ready < 0 && errno != EINTR) return broken_ = Status(Code::kInternal, std::strerror(errno));
   if (ready == 0)
     return broken_ = Status(Code::kTimeout, "data plane: no progress exchanging with ranks " +
                                                 std::to_string(to) + " and " +
                                                 std::to_string(from) + " before the deadline");
-  if (poll_fds_[0].revents & POLLIN) return Status(Code::kShutDown, "the runtime was finalized");
+  if (poll_fds_[0].revents & POLLIN)
+    return broken_ = Status(Code::kShutDown, "the runtime was finalized");
   if (poll_fds_[1].revents & POLLIN) return broken_ = Aborted();
   return Status::Ok();
 }

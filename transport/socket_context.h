@@ -40,8 +40,8 @@ class SocketContext : public Context {
   Status Aborted();
   Status ChannelTo(int32_t peer, Deadline deadline, Channel** channel);
   Status Connect(int32_t peer, Deadline deadline, std::unique_ptr<Channel>* channel);
-  // Sleeps until a channel may progress, the deadline, an abort or shutdown.
-  Status Wait(int32_t to, Channel* out, int32_t from, Channel* in, Deadline deadline);
+  // Sleeps until a channel may move `need` bytes, the deadline, an abort or shutdown.
+  Status Wait(int32_t to, Channel* out, int32_t from, Channel* in, size_t need, Deadline deadline);
 
   SocketDevice* device_;
   int32_t set_id_;

@@ -94,7 +94,7 @@ SocketDevice::~SocketDevice() {
 void SocketDevice::Shutdown() {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(cancel_.get(), &one, sizeof(one));
-  parked_cv_.notify_all();
+  WakeAccepts();
 }
 
 void SocketDevice::AcceptLoop() {

@@ -56,7 +56,11 @@ class SocketDevice : public Device {
                      const std::vector<int>& fds, Deadline deadline, UniqueFd* out);
   Status Accept(int32_t set_id, int32_t peer, Deadline deadline, int abort_fd, Accepted* out);
   // Makes waiting Accept calls look at their abort fd.
-  void WakeAccepts() { parked_cv_.notify_all(); }
+  void WakeAccepts() {
+    // Under the lock: an Accept between its abort check and its wait must not miss this.
+    std::lock_guard<std::mutex> lock(mu_);
+    parked_cv_.notify_all();
+  }
   void Forget(int32_t set_id);
   int cancel_fd() const { return cancel_.get(); }
 

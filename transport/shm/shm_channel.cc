@@ -29,6 +29,12 @@ Status ShmChannel::Adopt(UniqueFd socket, std::vector<UniqueFd> passed,
                                        std::to_string(passed.size()) + " descriptors, not 3");
   std::unique_ptr<ShmChannel> adopted(new ShmChannel(1));
   TUTTI_RETURN_IF_ERROR(ShmSegment::Map(passed[0].get(), &adopted->segment_));
+  // The relay's slices must fit twice in every FIFO of the ring, so both sides must agree.
+  if (adopted->segment_.capacity() != kShmFifoBytes)
+    return Status(Code::kInternal, "shared memory: the peer's FIFOs hold " +
+                                       std::to_string(adopted->segment_.capacity()) +
+                                       " bytes, this rank's " + std::to_string(kShmFifoBytes) +
+                                       " (mixed tutti versions?)");
   adopted->wake_[0] = std::move(passed[1]);
   adopted->wake_[1] = std::move(passed[2]);
   adopted->socket_ = std::move(socket);
@@ -55,7 +61,8 @@ size_t ShmChannel::ReadWindow(const char** window, size_t* total) {
   const uint64_t start = fifo.tail.load(std::memory_order_relaxed) + recv_skip_;
   const uint64_t head = fifo.head.load(std::memory_order_acquire);
   // Until the sender padded and wrote this message, head stays short of its start.
-  *total = head > start ? head - start : 0;
+  // Clamped, so that a corrupt peer cannot make a copy run past the ring.
+  *total = head > start ? std::min<uint64_t>(head - start, capacity) : 0;
   const size_t at = start & (capacity - 1);
   *window = segment_.data(1 - side_) + at;
   return std::min<size_t>(*total, capacity - at);
@@ -117,18 +124,18 @@ Status ShmChannel::TryRecv(char* data, size_t len, size_t* moved) {
   return Status::Ok();
 }
 
-bool ShmChannel::PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) {
+bool ShmChannel::PrepareWait(bool send, bool recv, size_t need, std::vector<pollfd>* fds) {
   const uint64_t capacity = segment_.capacity();
   if (send) out().sender_sleeping.store(1, std::memory_order_relaxed);
   if (recv) in().receiver_sleeping.store(1, std::memory_order_relaxed);
   waiting_send_ = send;
   waiting_recv_ = recv;
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const bool can_send = send && out().head.load(std::memory_order_relaxed) + send_pad_ -
-                                        out().tail.load(std::memory_order_relaxed) <
+  const bool can_send = send && out().head.load(std::memory_order_relaxed) + send_pad_ + need -
+                                        out().tail.load(std::memory_order_relaxed) <=
                                     capacity;
-  const bool can_recv = recv && in().head.load(std::memory_order_relaxed) >
-                                    in().tail.load(std::memory_order_relaxed) + recv_skip_;
+  const bool can_recv = recv && in().head.load(std::memory_order_relaxed) >=
+                                    in().tail.load(std::memory_order_relaxed) + recv_skip_ + need;
   if (can_send || can_recv || peer_gone_) {
     FinishWait(nullptr);
     return false;

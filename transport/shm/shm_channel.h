@@ -35,7 +35,7 @@ class ShmChannel : public Channel {
   Status TrySend(const char* data, size_t len, size_t* moved) override;
   Status TryRecv(char* data, size_t len, size_t* moved) override;
   bool spins() const override { return true; }
-  bool PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) override;
+  bool PrepareWait(bool send, bool recv, size_t need, std::vector<pollfd>* fds) override;
   void FinishWait(const pollfd* fds) override;
   void BeginSend() override;
   void BeginRecv() override;

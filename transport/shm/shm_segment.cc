@@ -59,8 +59,8 @@ Status ShmSegment::Map(int fd, ShmSegment* segment) {
   TUTTI_RETURN_IF_ERROR(MapFd(fd, bytes, segment));
   const ShmHeader* header = segment->header_;
   const uint64_t capacity = header->capacity;
-  if (header->magic != kShmMagic || DataOffset() + 2 * capacity != bytes || capacity < 64 ||
-      (capacity & (capacity - 1)) != 0)
+  if (header->magic != kShmMagic || capacity < 64 || capacity > (bytes - DataOffset()) / 2 ||
+      DataOffset() + 2 * capacity != bytes || (capacity & (capacity - 1)) != 0)
     return Status(Code::kInternal, "shared memory: the peer's segment has a foreign layout");
   segment->capacity_ = capacity;
   return Status::Ok();

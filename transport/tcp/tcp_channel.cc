@@ -33,7 +33,7 @@ Status TcpChannel::TryRecv(char* data, size_t len, size_t* moved) {
   return Status::Ok();
 }
 
-bool TcpChannel::PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) {
+bool TcpChannel::PrepareWait(bool send, bool recv, size_t /*need*/, std::vector<pollfd>* fds) {
   fds->push_back({fd_.get(), static_cast<short>((send ? POLLOUT : 0) | (recv ? POLLIN : 0)), 0});
   return true;
 }

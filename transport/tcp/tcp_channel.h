@@ -13,7 +13,7 @@ class TcpChannel : public Channel {
   Link link() const override { return Link::kTcp; }
   Status TrySend(const char* data, size_t len, size_t* moved) override;
   Status TryRecv(char* data, size_t len, size_t* moved) override;
-  bool PrepareWait(bool send, bool recv, std::vector<pollfd>* fds) override;
+  bool PrepareWait(bool send, bool recv, size_t need, std::vector<pollfd>* fds) override;
   void FinishWait(const pollfd*) override {}
 
  private:
