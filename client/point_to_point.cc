@@ -112,7 +112,7 @@ class PointToPoint::Channel {
     std::unique_ptr<transport::Stream> stream;
     Status status;
     if (sending_) {
-      status = owner_->device_->OpenStream(channel, owner_->self_, peer_, owner_->endpoints_.at(peer_),
+      status = owner_->device_->OpenStream(channel, owner_->self_, peer_, owner_->routes_.at(peer_),
                                            transport::Clock::now() + owner_->timeout_, &stream);
     } else {
       do {
@@ -219,8 +219,9 @@ class PointToPoint::Channel {
 };
 
 PointToPoint::PointToPoint(transport::Device* device, int32_t self,
-                           std::vector<std::string> endpoints, std::chrono::milliseconds timeout)
-    : device_(device), self_(self), endpoints_(std::move(endpoints)), timeout_(timeout) {}
+                           std::vector<transport::PeerRoute> routes,
+                           std::chrono::milliseconds timeout)
+    : device_(device), self_(self), routes_(std::move(routes)), timeout_(timeout) {}
 
 PointToPoint::~PointToPoint() {
   std::map<std::tuple<int32_t, int32_t, bool>, std::unique_ptr<Channel>> channels;

@@ -22,7 +22,8 @@ namespace tutti::client {
 
 class PointToPoint {
  public:
-  PointToPoint(transport::Device* device, int32_t self, std::vector<std::string> endpoints,
+  // `routes[r]`: how to reach rank r (shared memory within a host, else TCP).
+  PointToPoint(transport::Device* device, int32_t self, std::vector<transport::PeerRoute> routes,
                std::chrono::milliseconds timeout);
   // Aborts every stream and joins every thread; pending requests fail with kShutDown.
   ~PointToPoint();
@@ -42,7 +43,7 @@ class PointToPoint {
 
   transport::Device* device_;
   const int32_t self_;
-  const std::vector<std::string> endpoints_;
+  const std::vector<transport::PeerRoute> routes_;
   const std::chrono::milliseconds timeout_;
   std::mutex mu_;
   std::map<std::tuple<int32_t, int32_t, bool>, std::unique_ptr<Channel>> channels_;

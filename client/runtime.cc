@@ -92,9 +92,7 @@ Status Runtime::Join() {
 
   device_->SetJobKey(welcome_.job_key());
   TUTTI_RETURN_IF_ERROR(PlanRoutes());
-  std::vector<std::string> endpoints;
-  for (const auto& peer : welcome_.peers()) endpoints.push_back(peer.data_endpoint());
-  p2p_ = std::make_unique<PointToPoint>(device_.get(), options_.rank, endpoints,
+  p2p_ = std::make_unique<PointToPoint>(device_.get(), options_.rank, routes_,
                                         Ms(options_.timeout_ms));
   std::vector<int32_t> world(options_.size);
   for (int32_t r = 0; r < options_.size; ++r) world[r] = r;

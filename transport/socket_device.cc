@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "transport/shm/shm_stream.h"
 #include "transport/socket_context.h"
 
 namespace tutti::transport {
@@ -265,23 +266,38 @@ class TcpStream : public Stream {
 
 }  // namespace
 
-Status SocketDevice::OpenStream(int32_t channel, int32_t self, int32_t peer,
-                             const std::string& endpoint, Deadline deadline,
-                             std::unique_ptr<Stream>* stream) {
+Status SocketDevice::OpenStream(int32_t channel, int32_t self, int32_t peer, const PeerRoute& route,
+                                Deadline deadline, std::unique_ptr<Stream>* stream) {
   UniqueFd abort(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), fd;
-  TUTTI_RETURN_IF_ERROR(ConnectTcp(channel, self, peer, endpoint, deadline, abort.get(), &fd));
-  *stream = std::make_unique<TcpStream>(std::move(fd), std::move(abort), "rank " + std::to_string(peer));
+  const std::string who = "rank " + std::to_string(peer);
+  if (route.link == Link::kShm) {
+    std::unique_ptr<ShmChannel> shm;
+    std::vector<int> to_pass;
+    TUTTI_RETURN_IF_ERROR(ShmChannel::Create(kShmFifoBytes, &shm, &to_pass));
+    TUTTI_RETURN_IF_ERROR(ConnectUnix(channel, self, peer, route.endpoint, to_pass, deadline, &fd));
+    shm->Connected(std::move(fd));
+    *stream = std::make_unique<ShmStream>(std::move(shm), std::move(abort), who);
+    return Status::Ok();
+  }
+  TUTTI_RETURN_IF_ERROR(ConnectTcp(channel, self, peer, route.endpoint, deadline, abort.get(), &fd));
+  *stream = std::make_unique<TcpStream>(std::move(fd), std::move(abort), who);
   return Status::Ok();
 }
 
 Status SocketDevice::AcceptStream(int32_t channel, int32_t peer, Deadline deadline,
-                               std::unique_ptr<Stream>* stream) {
+                                  std::unique_ptr<Stream>* stream) {
   UniqueFd abort(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   Accepted accepted;
   TUTTI_RETURN_IF_ERROR(Accept(channel, peer, deadline, abort.get(), &accepted));
-  if (accepted.link != Link::kTcp)
-    return Status(Code::kInternal, "rank " + std::to_string(peer) + " opened a stream over shared memory");
-  *stream = std::make_unique<TcpStream>(std::move(accepted.fd), std::move(abort), "rank " + std::to_string(peer));
+  const std::string who = "rank " + std::to_string(peer);
+  if (accepted.link == Link::kShm) {  // the opener chose
+    std::unique_ptr<ShmChannel> shm;
+    TUTTI_RETURN_IF_ERROR(
+        ShmChannel::Adopt(std::move(accepted.fd), std::move(accepted.passed), &shm));
+    *stream = std::make_unique<ShmStream>(std::move(shm), std::move(abort), who);
+    return Status::Ok();
+  }
+  *stream = std::make_unique<TcpStream>(std::move(accepted.fd), std::move(abort), who);
   return Status::Ok();
 }
 

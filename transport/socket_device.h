@@ -42,7 +42,7 @@ class SocketDevice : public Device {
   std::unique_ptr<Context> CreateContext(int32_t set_id, int32_t self,
                                          std::vector<PeerRoute> routes) override;
   void Shutdown() override;
-  Status OpenStream(int32_t channel, int32_t self, int32_t peer, const std::string& endpoint,
+  Status OpenStream(int32_t channel, int32_t self, int32_t peer, const PeerRoute& route,
                     Deadline deadline, std::unique_ptr<Stream>* stream) override;
   Status AcceptStream(int32_t channel, int32_t peer, Deadline deadline,
                       std::unique_ptr<Stream>* stream) override;

@@ -109,7 +109,7 @@ class Device {
   // Point-to-point: the sender opens a stream on `channel` to `peer`, and the receiver takes the
   // stream `peer` opened on `channel` (waiting for it until `deadline`). Channel ids share the
   // space of set ids, so callers keep them apart (negative for point-to-point).
-  virtual Status OpenStream(int32_t channel, int32_t self, int32_t peer, const std::string& endpoint,
+  virtual Status OpenStream(int32_t channel, int32_t self, int32_t peer, const PeerRoute& route,
                             Deadline deadline, std::unique_ptr<Stream>* stream) = 0;
   virtual Status AcceptStream(int32_t channel, int32_t peer, Deadline deadline,
                               std::unique_ptr<Stream>* stream) = 0;

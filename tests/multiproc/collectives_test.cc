@@ -90,12 +90,19 @@ TEST(Collectives, ValidationErrorsOnEveryMember) {
   ExpectAllSucceed(ranks);
 }
 
-TEST(PointToPoint, PipelineStagesPassTensorsWhileEachAllreduces) {
+// Over shared-memory streams (one host) and over TCP streams (as between hosts).
+class PointToPointOver : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PointToPointOver, PipelineStagesPassTensorsWhileEachAllreduces) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "pipeline", 4);
+  RankOptions options;
+  options.env["TUTTI_TRANSPORT"] = GetParam();
+  auto ranks = StartRanks(tuttid, "pipeline", options);
   for (auto& rank : ranks) EXPECT_TRUE(rank->ReadUntil("pipeline ok", In(120))) << rank->transcript();
   ExpectAllSucceed(ranks);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, PointToPointOver, ::testing::Values("shm", "tcp"));
 
 TEST(PointToPoint, ArgumentErrorsSizeMismatchAndLostSender) {
   Tuttid tuttid;

@@ -165,11 +165,12 @@ TEST(Failures, AbortEndsRequestsAtOnceAndNamesTheRankToItsPeers) {
   EXPECT_LT(std::stoll(aborted->substr(3)), 15000) << *aborted;
   EXPECT_NE(aborted->find("aborted: this rank called tutti_abort"), std::string::npos) << *aborted;
   EXPECT_EQ(ranks[0]->ReadUntil("later ", In(30)), "-9 aborted: this rank called tutti_abort");
-  EXPECT_EQ(ranks[0]->ReadUntil("finalized ", In(30)), "0");
-  EXPECT_EQ(ranks[0]->Wait(In(30)), 0);
   auto peer = ranks[1]->ReadUntil("peer ", In(60));
   ASSERT_TRUE(peer) << ranks[1]->transcript();
   EXPECT_TRUE(StartsWith(*peer, "-9 aborted: rank 0 called tutti_abort")) << *peer;
+  ranks[0]->WriteLine("go");
+  EXPECT_EQ(ranks[0]->ReadUntil("finalized ", In(30)), "0");
+  EXPECT_EQ(ranks[0]->Wait(In(30)), 0);
   EXPECT_EQ(ranks[1]->Wait(In(30)), 0) << ranks[1]->transcript();
 }
 

@@ -1065,6 +1065,9 @@ int AbortInFlight() {
     tutti_request_t later;
     status = tutti_barrier(rt, TUTTI_WORLD, &later);
     Say("later %d %s", status, tutti_last_error());
+    // Held until rank 1 reported: once this rank exits, its closed connections race the
+    // coordinator's word of the abort to rank 1.
+    AwaitGo();
     Say("finalized %d", tutti_finalize(rt));
     std::exit(0);
   }

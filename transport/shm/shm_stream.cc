@@ -1,0 +1,56 @@
+#include "transport/shm/shm_stream.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace tutti::transport {
+
+Status ShmStream::Write(const void* data, size_t len, Deadline deadline) {
+  return Transfer(const_cast<char*>(static_cast<const char*>(data)), len, true, deadline);
+}
+
+Status ShmStream::Read(void* data, size_t len, Deadline deadline) {
+  return Transfer(static_cast<char*>(data), len, false, deadline);
+}
+
+void ShmStream::Abort(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!aborted_.ok()) return;
+    aborted_ = status;
+  }
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(abort_.get(), &one, sizeof(one));
+}
+
+Status ShmStream::Checked(Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return aborted_.ok() ? status : aborted_;
+}
+
+Status ShmStream::Transfer(char* data, size_t len, bool send, Deadline deadline) {
+  std::vector<pollfd> fds;
+  for (size_t done = 0; done < len;) {
+    const size_t before = done;
+    Status status = send ? channel_->TrySend(data + done, len - done, &done)
+                         : channel_->TryRecv(data + done, len - done, &done);
+    if (!status.ok())
+      return Checked(Status(Code::kPeerLost, "peer lost: " + peer_ + ": " + status.message()));
+    if (done > before) continue;
+    fds.assign({{abort_.get(), POLLIN, 0}});
+    if (!channel_->PrepareWait(send, !send, 1, &fds)) continue;
+    const int ready = poll(fds.data(), fds.size(), PollTimeoutMs(deadline));
+    channel_->FinishWait(&fds[1]);
+    if (ready < 0 && errno != EINTR) return Checked(Status(Code::kInternal, std::strerror(errno)));
+    if (ready == 0)
+      return Checked(Status(Code::kTimeout, "no progress from " + peer_ + " before the deadline"));
+    if (fds[0].revents & POLLIN) return Checked(Status::Ok());
+  }
+  return Checked(Status::Ok());
+}
+
+}  // namespace tutti::transport
