@@ -1,7 +1,6 @@
 #include "transport/socket_context.h"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,8 +32,7 @@ SocketContext::SocketContext(SocketDevice* device, int32_t set_id, int32_t self,
       set_id_(set_id),
       self_(self),
       routes_(std::move(routes)),
-      peers_(routes_.size()),
-      abort_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+      peers_(routes_.size()) {
   for (size_t r = 0; r < routes_.size(); ++r)
     peers_[r].link.store(static_cast<int32_t>(routes_[r].link));
 }
@@ -42,19 +40,7 @@ SocketContext::SocketContext(SocketDevice* device, int32_t set_id, int32_t self,
 SocketContext::~SocketContext() { device_->Forget(set_id_); }
 
 void SocketContext::Abort(const Status& status) {
-  {
-    std::lock_guard<std::mutex> lock(abort_mu_);
-    if (!abort_status_.ok()) return;
-    abort_status_ = status;
-  }
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = write(abort_fd_.get(), &one, sizeof(one));
-  device_->WakeAccepts();
-}
-
-Status SocketContext::Aborted() {
-  std::lock_guard<std::mutex> lock(abort_mu_);
-  return abort_status_;
+  if (abort_.Set(status)) device_->WakeAccepts();
 }
 
 PeerStats SocketContext::Stats(int32_t peer) const {
@@ -72,7 +58,7 @@ Status SocketContext::Connect(int32_t peer, Deadline deadline, std::unique_ptr<C
   const PeerRoute& route = routes_.at(peer);
   if (self_ > peer) {  // the lower rank chose the backend
     Accepted accepted;
-    TUTTI_RETURN_IF_ERROR(device_->Accept(set_id_, peer, deadline, abort_fd_.get(), &accepted));
+    TUTTI_RETURN_IF_ERROR(device_->Accept(set_id_, peer, deadline, abort_.fd(), &accepted));
     if (accepted.link == Link::kTcp) {
       *channel = std::make_unique<TcpChannel>(std::move(accepted.fd));
       return Status::Ok();
@@ -86,7 +72,7 @@ Status SocketContext::Connect(int32_t peer, Deadline deadline, std::unique_ptr<C
   if (route.link == Link::kTcp) {
     UniqueFd fd;
     TUTTI_RETURN_IF_ERROR(
-        device_->ConnectTcp(set_id_, self_, peer, route.endpoint, deadline, abort_fd_.get(), &fd));
+        device_->ConnectTcp(set_id_, self_, peer, route.endpoint, deadline, abort_.fd(), &fd));
     *channel = std::make_unique<TcpChannel>(std::move(fd));
     return Status::Ok();
   }
@@ -221,7 +207,7 @@ Status SocketContext::Relay(int32_t to, int32_t from, size_t len, size_t granule
 
 Status SocketContext::Wait(int32_t to, Channel* out, int32_t from, Channel* in, size_t need,
                            Deadline deadline) {
-  poll_fds_.assign({{device_->cancel_fd(), POLLIN, 0}, {abort_fd_.get(), POLLIN, 0}});
+  poll_fds_.assign({{device_->cancel_fd(), POLLIN, 0}, {abort_.fd(), POLLIN, 0}});
   // Each channel's entries, so that it can read its own revents.
   struct Prepared {
     Channel* channel;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "transport/abort_latch.h"
 #include "transport/channel.h"
 #include "transport/socket_device.h"
 
@@ -36,8 +37,8 @@ class SocketContext : public Context {
     std::atomic<uint64_t> sent{0}, received{0};
   };
 
-  // The abort status once Abort() was called (then the abort eventfd is readable), else ok.
-  Status Aborted();
+  // The abort status once Abort() was called, else ok.
+  Status Aborted() const { return abort_.status(); }
   Status ChannelTo(int32_t peer, Deadline deadline, Channel** channel);
   Status Connect(int32_t peer, Deadline deadline, std::unique_ptr<Channel>* channel);
   // Sleeps until a channel may move `need` bytes, the deadline, an abort or shutdown.
@@ -52,9 +53,7 @@ class SocketContext : public Context {
   // A failed connection leaves its stream in an unknown state: every later call fails the same way.
   Status broken_;
 
-  UniqueFd abort_fd_;  // eventfd, readable once aborted
-  std::mutex abort_mu_;
-  Status abort_status_;
+  AbortLatch abort_;
 };
 
 }  // namespace tutti::transport

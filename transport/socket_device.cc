@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "transport/abort_latch.h"
 #include "transport/shm/shm_stream.h"
 #include "transport/socket_context.h"
 
@@ -227,48 +228,38 @@ void SocketDevice::Forget(int32_t set_id) {
 
 namespace {
 
-// A connected socket used in one direction, with its own abort eventfd.
+// A connected socket used in one direction, with its own abort latch.
 class TcpStream : public Stream {
  public:
-  TcpStream(UniqueFd fd, UniqueFd abort, std::string peer)
-      : fd_(std::move(fd)), abort_(std::move(abort)), peer_(std::move(peer)) {}
+  TcpStream(UniqueFd fd, std::string peer) : fd_(std::move(fd)), peer_(std::move(peer)) {}
   Status Write(const void* data, size_t len, Deadline deadline) override {
-    return Checked(WriteFully(fd_.get(), data, len, deadline, abort_.get(), peer_));
+    return Checked(WriteFully(fd_.get(), data, len, deadline, abort_.fd(), peer_));
   }
   Status Read(void* data, size_t len, Deadline deadline) override {
-    return Checked(ReadFully(fd_.get(), data, len, deadline, abort_.get(), peer_));
+    return Checked(ReadFully(fd_.get(), data, len, deadline, abort_.fd(), peer_));
   }
-  void Abort(const Status& status) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!aborted_.ok()) return;
-      aborted_ = status;
-    }
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(abort_.get(), &one, sizeof(one));
-  }
+  void Abort(const Status& status) override { abort_.Set(status); }
 
  private:
   // fd_io reports a readable cancel fd as kShutDown: say why it was aborted instead.
   Status Checked(Status status) {
     if (status.ok() || status.code() == Code::kTimeout) return status;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!aborted_.ok()) return aborted_;
+    Status aborted = abort_.status();
+    if (!aborted.ok()) return aborted;
     if (status.code() == Code::kPeerLost) return Status(status.code(), "peer lost: " + status.message());
     return status;
   }
 
-  UniqueFd fd_, abort_;
+  UniqueFd fd_;
   std::string peer_;
-  std::mutex mu_;
-  Status aborted_;
+  AbortLatch abort_;
 };
 
 }  // namespace
 
 Status SocketDevice::OpenStream(int32_t channel, int32_t self, int32_t peer, const PeerRoute& route,
                                 Deadline deadline, std::unique_ptr<Stream>* stream) {
-  UniqueFd abort(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), fd;
+  UniqueFd fd;
   const std::string who = "rank " + std::to_string(peer);
   if (route.link == Link::kShm) {
     std::unique_ptr<ShmChannel> shm;
@@ -276,28 +267,28 @@ Status SocketDevice::OpenStream(int32_t channel, int32_t self, int32_t peer, con
     TUTTI_RETURN_IF_ERROR(ShmChannel::Create(kShmFifoBytes, &shm, &to_pass));
     TUTTI_RETURN_IF_ERROR(ConnectUnix(channel, self, peer, route.endpoint, to_pass, deadline, &fd));
     shm->Connected(std::move(fd));
-    *stream = std::make_unique<ShmStream>(std::move(shm), std::move(abort), who);
+    *stream = std::make_unique<ShmStream>(std::move(shm), who);
     return Status::Ok();
   }
-  TUTTI_RETURN_IF_ERROR(ConnectTcp(channel, self, peer, route.endpoint, deadline, abort.get(), &fd));
-  *stream = std::make_unique<TcpStream>(std::move(fd), std::move(abort), who);
+  // Opening is bounded by the deadline; an abort reaches the stream once it exists.
+  TUTTI_RETURN_IF_ERROR(ConnectTcp(channel, self, peer, route.endpoint, deadline, -1, &fd));
+  *stream = std::make_unique<TcpStream>(std::move(fd), who);
   return Status::Ok();
 }
 
 Status SocketDevice::AcceptStream(int32_t channel, int32_t peer, Deadline deadline,
                                   std::unique_ptr<Stream>* stream) {
-  UniqueFd abort(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   Accepted accepted;
-  TUTTI_RETURN_IF_ERROR(Accept(channel, peer, deadline, abort.get(), &accepted));
+  TUTTI_RETURN_IF_ERROR(Accept(channel, peer, deadline, -1, &accepted));
   const std::string who = "rank " + std::to_string(peer);
   if (accepted.link == Link::kShm) {  // the opener chose
     std::unique_ptr<ShmChannel> shm;
     TUTTI_RETURN_IF_ERROR(
         ShmChannel::Adopt(std::move(accepted.fd), std::move(accepted.passed), &shm));
-    *stream = std::make_unique<ShmStream>(std::move(shm), std::move(abort), who);
+    *stream = std::make_unique<ShmStream>(std::move(shm), who);
     return Status::Ok();
   }
-  *stream = std::make_unique<TcpStream>(std::move(accepted.fd), std::move(abort), who);
+  *stream = std::make_unique<TcpStream>(std::move(accepted.fd), who);
   return Status::Ok();
 }
 

@@ -1,7 +1,6 @@
 #include "transport/shm/shm_stream.h"
 
 #include <poll.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -17,19 +16,9 @@ Status ShmStream::Read(void* data, size_t len, Deadline deadline) {
   return Transfer(static_cast<char*>(data), len, false, deadline);
 }
 
-void ShmStream::Abort(const Status& status) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!aborted_.ok()) return;
-    aborted_ = status;
-  }
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = write(abort_.get(), &one, sizeof(one));
-}
-
 Status ShmStream::Checked(Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return aborted_.ok() ? status : aborted_;
+  Status aborted = abort_.status();
+  return aborted.ok() ? status : aborted;
 }
 
 Status ShmStream::Transfer(char* data, size_t len, bool send, Deadline deadline) {
@@ -41,7 +30,7 @@ Status ShmStream::Transfer(char* data, size_t len, bool send, Deadline deadline)
     if (!status.ok())
       return Checked(Status(Code::kPeerLost, "peer lost: " + peer_ + ": " + status.message()));
     if (done > before) continue;
-    fds.assign({{abort_.get(), POLLIN, 0}});
+    fds.assign({{abort_.fd(), POLLIN, 0}});
     if (!channel_->PrepareWait(send, !send, 1, &fds)) continue;
     const int ready = poll(fds.data(), fds.size(), PollTimeoutMs(deadline));
     channel_->FinishWait(&fds[1]);

@@ -3,9 +3,9 @@
 // Abort() from any.
 #pragma once
 
-#include <mutex>
 #include <string>
 
+#include "transport/abort_latch.h"
 #include "transport/shm/shm_channel.h"
 
 namespace tutti::transport {
@@ -13,12 +13,12 @@ namespace tutti::transport {
 class ShmStream : public Stream {
  public:
   // `peer` names the other side in messages ("rank 3").
-  ShmStream(std::unique_ptr<ShmChannel> channel, UniqueFd abort, std::string peer)
-      : channel_(std::move(channel)), abort_(std::move(abort)), peer_(std::move(peer)) {}
+  ShmStream(std::unique_ptr<ShmChannel> channel, std::string peer)
+      : channel_(std::move(channel)), peer_(std::move(peer)) {}
 
   Status Write(const void* data, size_t len, Deadline deadline) override;
   Status Read(void* data, size_t len, Deadline deadline) override;
-  void Abort(const Status& status) override;
+  void Abort(const Status& status) override { abort_.Set(status); }
 
  private:
   Status Transfer(char* data, size_t len, bool send, Deadline deadline);
@@ -26,10 +26,8 @@ class ShmStream : public Stream {
   Status Checked(Status status);
 
   std::unique_ptr<ShmChannel> channel_;
-  UniqueFd abort_;  // eventfd, readable once aborted
+  AbortLatch abort_;
   std::string peer_;
-  std::mutex mu_;
-  Status aborted_;
 };
 
 }  // namespace tutti::transport
