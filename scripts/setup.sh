@@ -11,6 +11,7 @@ packages=(
   libcli11-dev                      # command-line flags
   libspdlog-dev libfmt-dev          # logging
   nlohmann-json3-dev                # timeline files
+  abigail-tools                     # the ABI check against abi/libtutti.abi
   python3                           # timeline merge tool and its tests
   python3-numpy python3-torch python3-pytest   # the Python package and its tests
   python3-venv python3-setuptools python3-wheel python3-pip  # its pip-install test

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "server/constant_time.h"
 #include "server/message_codec.h"
 
 namespace tutti::server {
@@ -127,7 +128,7 @@ void CoordinatorCore::HandleRegister(const std::string& peer, const wire::Regist
     it = jobs_.emplace(msg.job(), std::move(job)).first;
     spdlog::info("job '{}': created by rank {}, waiting for {} ranks", msg.job(), msg.rank(),
                  msg.size());
-  } else if (it->second->token() != msg.token()) {
+  } else if (!SameSecret(it->second->token(), msg.token())) {
     spdlog::warn("job '{}': rank {} presented a wrong token", msg.job(), msg.rank());
     Refuse(peer, Status(Code::kAuthFailed, fmt::format("wrong token for job '{}'", msg.job())),
            out);
