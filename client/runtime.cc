@@ -554,6 +554,8 @@ void Runtime::OnExecute(wire::Execute& execute) {
 
 void Runtime::OnFault(const wire::Fault& fault) {
   const Status status(static_cast<Code>(fault.error().code()), fault.error().message());
+  // No rank lost: tuttid itself is going away.
+  if (fault.lost_ranks_size() == 0 && status.code() == Code::kCoordinatorLost) return OnDead(status);
   std::vector<int32_t> broken_sets;
   {
     std::lock_guard<std::mutex> lock(mu_);

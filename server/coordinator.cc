@@ -24,6 +24,9 @@ constexpr auto kTimelineFlush = std::chrono::seconds(1);
 // Upper bound on one poll so that a missed wakeup could never stall deadlines for long.
 constexpr auto kMaxPoll = std::chrono::milliseconds(1000);
 
+// How long the goodbye frames may take to leave once tuttid stops.
+constexpr auto kGoodbyeLinger = std::chrono::milliseconds(1000);
+
 uint64_t RandomEpoch() {
   std::random_device device;
   return (uint64_t{device()} << 32) | device();
@@ -156,7 +159,13 @@ void Coordinator::Run() {
       last_flush = Clock::now();
     }
   }
-  spdlog::info("coordinator stopping");
+  // Tell every rank, so that their requests fail now rather than at the end of their lease. The
+  // frames get a bounded time to leave before the socket closes.
+  out.clear();
+  s.core.GoingAway(&out);
+  s.Send(out);
+  s.socket.set(zmq::sockopt::linger, static_cast<int>(kGoodbyeLinger.count()));
+  spdlog::info("coordinator stopping: told the ranks of {} jobs", s.core.job_count());
 }
 
 void Coordinator::Stop() {

@@ -164,6 +164,11 @@ void CoordinatorCore::Flush(Outbox* out) {
     if (job->has_released()) job->FlushReleased(out);
 }
 
+void CoordinatorCore::GoingAway(Outbox* out) const {
+  const Status status(Code::kCoordinatorLost, "coordinator lost: tuttid is stopping");
+  for (const auto& [id, job] : jobs_) job->GoingAway(status, out);
+}
+
 void CoordinatorCore::Tick(Clock::time_point now, Outbox* out) {
   std::vector<std::string> failed;
   for (auto& [id, job] : jobs_) {

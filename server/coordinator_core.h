@@ -27,6 +27,8 @@ class CoordinatorCore {
   // Fires the deadlines that passed (rendezvous, process-set changes).
   void Tick(Clock::time_point now, Outbox* out);
   std::optional<Clock::time_point> NextDeadline() const;
+  // tuttid is stopping: tells every rank of every job (docs/failures.md).
+  void GoingAway(Outbox* out) const;
 
   size_t job_count() const { return jobs_.size(); }
 

@@ -377,6 +377,15 @@ void Job::Abort(int32_t rank, Outbox* out) {
   evicted_.emplace_back(peer_of_rank_[rank], status);
 }
 
+void Job::GoingAway(const Status& status, Outbox* out) const {
+  for (int32_t r = 0; r < size_; ++r) {
+    if (peer_of_rank_[r].empty() || !alive(r)) continue;
+    Outgoing o{peer_of_rank_[r], {}};
+    FillError(o.frame.mutable_fault()->mutable_error(), status);  // no lost ranks: tuttid itself
+    out->push_back(std::move(o));
+  }
+}
+
 void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   if (!alive(rank)) return;
   state_[rank] = RankState::kLost;

@@ -46,6 +46,9 @@ class Job {
   // Registers `peer` as `msg.rank()`; the world's last registration welcomes everyone. An error
   // concerns this registrant alone.
   Status Register(const std::string& peer, const wire::Register& msg, Outbox* out);
+  // tuttid is stopping: tells every live rank, which fails its pending and later requests with
+  // `status` at once instead of waiting out its lease.
+  void GoingAway(const Status& status, Outbox* out) const;
   void SetAdd(int32_t rank, const wire::SetAdd& msg, Clock::time_point now, Outbox* out);
   void SetRemove(int32_t rank, const wire::SetRemove& msg, Clock::time_point now, Outbox* out);
   // `bytes`: the encoded size of the frame, for the counters. What it completes is held until

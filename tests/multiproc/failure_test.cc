@@ -133,6 +133,28 @@ INSTANTIATE_TEST_SUITE_P(Failures, CoordinatorLoss, ::testing::Values(SIGKILL, S
                            return info.param == SIGKILL ? std::string("Killed") : std::string("Frozen");
                          });
 
+// tuttid stopped with SIGTERM tells every rank before it exits: their requests fail at once with
+// the reason, not at the end of the 5 s lease, and tuttid exits cleanly.
+TEST(Failures, StoppedCoordinatorTellsEveryRankAtOnce) {
+  Tuttid tuttid;
+  auto ranks = StartRanks(tuttid, "coordinator_loss", 4);
+  for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("submitted", In(60))) << rank->transcript();
+  tuttid.process().Signal(SIGTERM);
+  const auto hit = Clock::now();
+  const std::string lost = "-7 coordinator lost: tuttid is stopping";
+  for (auto& rank : ranks) {
+    auto line = rank->ReadUntil("lost ", hit + std::chrono::seconds(60));
+    ASSERT_TRUE(line) << rank->transcript();
+    // Well under the lease, which would report "no message from ..." after 5 s.
+    EXPECT_LE(Clock::now() - hit, std::chrono::seconds(4));
+    EXPECT_EQ(*line, lost);
+    EXPECT_EQ(rank->ReadUntil("after ", In(30)), lost);
+    EXPECT_EQ(rank->ReadUntil("add ", In(30)), lost);
+  }
+  EXPECT_EQ(tuttid.process().Wait(In(30)), 0);
+  ExpectAllSucceed(ranks);
+}
+
 TEST(Failures, RestartedCoordinatorRefusesRanksOfTheOldEpoch) {
   auto first = std::make_unique<Tuttid>();
   const std::string endpoint = first->endpoint();
