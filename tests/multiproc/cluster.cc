@@ -61,6 +61,16 @@ void ExpectTwoByTwoTopology(std::vector<std::unique_ptr<Process>>& ranks) {
   }
 }
 
+void ExpectLineOnEvery(std::vector<std::unique_ptr<Process>>& ranks, const std::string& prefix,
+                       const std::string& rest, int seconds) {
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    auto line = ranks[i]->ReadUntil(prefix, In(seconds));
+    ASSERT_TRUE(line) << "process " << i << " never printed '" << prefix << "':\n"
+                      << ranks[i]->transcript();
+    EXPECT_EQ(*line, rest) << "process " << i;
+  }
+}
+
 void ExpectAllSucceed(std::vector<std::unique_ptr<Process>>& ranks, int seconds) {
   const auto deadline = In(seconds);
   for (size_t i = 0; i < ranks.size(); ++i) {

@@ -59,6 +59,10 @@ std::string UniqueJobId();
 // another: local rank and size, cross rank and size.
 void ExpectTwoByTwoTopology(std::vector<std::unique_ptr<Process>>& ranks);
 
+// Expects every process to print `prefix` followed by exactly `rest` within `seconds`.
+void ExpectLineOnEvery(std::vector<std::unique_ptr<Process>>& ranks, const std::string& prefix,
+                       const std::string& rest, int seconds = 60);
+
 // Waits for every process to exit and expects status 0, printing transcripts otherwise.
 void ExpectAllSucceed(std::vector<std::unique_ptr<Process>>& ranks, int seconds = 120);
 

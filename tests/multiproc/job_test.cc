@@ -63,12 +63,9 @@ TEST(Jobs, RendezvousTimeoutReachesEveryWaitingRank) {
   options.timeout_ms = 1500;
   options.ranks = {0, 2};
   auto ranks = StartRanks(tuttid, "basic", options);
-  for (auto& rank : ranks) {
-    auto line = rank->ReadUntil("fail init: ", In(60));
-    ASSERT_TRUE(line) << rank->transcript();
-    EXPECT_EQ(*line, "-8 rendezvous of job '" + options.job +
-                         "' timed out after 1500 ms: 2/4 ranks joined, missing [1, 3]");
-  }
+  ExpectLineOnEvery(ranks, "fail init: ",
+                    "-8 rendezvous of job '" + options.job +
+                        "' timed out after 1500 ms: 2/4 ranks joined, missing [1, 3]");
 }
 
 TEST(Jobs, WorldSizeDisagreementIsRefused) {

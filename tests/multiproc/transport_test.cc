@@ -97,12 +97,8 @@ TEST(Transport, UnknownSettingIsRefused) {
   options.size = 2;
   options.env["TUTTI_TRANSPORT"] = "carrier-pigeon";
   auto ranks = StartRanks(tuttid, "init_error", options);
-  for (auto& rank : ranks) {
-    auto line = rank->ReadUntil("init ", In(60));
-    ASSERT_TRUE(line) << rank->transcript();
-    EXPECT_EQ(*line,
-              "-1 unknown transport 'carrier-pigeon' (TUTTI_TRANSPORT): use auto, tcp or shm");
-  }
+  ExpectLineOnEvery(ranks, "init ",
+                    "-1 unknown transport 'carrier-pigeon' (TUTTI_TRANSPORT): use auto, tcp or shm");
   ExpectAllSucceed(ranks);
 }
 
@@ -114,13 +110,9 @@ TEST(Transport, SettingsThatDifferAcrossRanksAreRefusedOnEveryRank) {
     return std::map<std::string, std::string>{{"TUTTI_TRANSPORT", rank == 2 ? "tcp" : "auto"}};
   };
   auto ranks = StartRanks(tuttid, "init_error", options);
-  for (auto& rank : ranks) {
-    auto line = rank->ReadUntil("init ", In(60));
-    ASSERT_TRUE(line) << rank->transcript();
-    EXPECT_EQ(*line,
-              "-5 transports differ: rank 0 asked for 'auto', rank 2 for 'tcp' (set "
-              "TUTTI_TRANSPORT alike on every rank)");
-  }
+  ExpectLineOnEvery(ranks, "init ",
+                    "-5 transports differ: rank 0 asked for 'auto', rank 2 for 'tcp' (set "
+                    "TUTTI_TRANSPORT alike on every rank)");
   ExpectAllSucceed(ranks);
 }
 
