@@ -114,6 +114,12 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     for name in ("libtutti.so.0", "libtutti.so"):
         yield os.path.join(here, name)
+    # Installed by `cmake --install` (docs/install.md): the libdir it wrote next to this package.
+    try:
+        from ._install_paths import LIBDIR
+        yield os.path.join(LIBDIR, "libtutti.so.0")
+    except ImportError:
+        pass
     # Used from a source checkout: python/tutti -> build/ (the README's build directory).
     checkout = os.path.dirname(os.path.dirname(here))
     for build in ("build", "build-asan"):
