@@ -3,6 +3,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cstring>
+
 namespace tutti::client {
 namespace {
 
@@ -16,12 +18,28 @@ Status FromWire(const wire::Error& error) {
 }  // namespace
 
 CoordinatorLink::CoordinatorLink(std::string endpoint, Callbacks callbacks, Counters* counters,
-                                 std::chrono::microseconds cycle_time)
+                                 std::chrono::microseconds cycle_time,
+                                 const CurveClientKeys& curve)
     : endpoint_(std::move(endpoint)),
       callbacks_(std::move(callbacks)),
       counters_(counters),
       cycle_time_(cycle_time),
-      socket_(context_, zmq::socket_type::dealer) {
+      socket_(context_, zmq::socket_type::dealer),
+      monitor_(context_, zmq::socket_type::pair),
+      curve_(curve.enabled()) {
+  if (curve_) {
+    socket_.set(zmq::sockopt::curve_serverkey, curve.server_public);
+    socket_.set(zmq::sockopt::curve_publickey, curve.public_key);
+    socket_.set(zmq::sockopt::curve_secretkey, curve.secret_key);
+  }
+  // Before connect, so that no handshake goes unobserved.
+  const std::string monitor_endpoint =
+      "inproc://tutti-link-monitor-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  if (zmq_socket_monitor(socket_.handle(), monitor_endpoint.c_str(),
+                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
+    throw zmq::error_t();
+  monitor_.connect(monitor_endpoint);
   socket_.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
   socket_.set(zmq::sockopt::linger, kLingerMs);
   // ZMTP heartbeats let ZeroMQ drop a connection whose peer vanished; the lease in KeepAlive()
@@ -45,6 +63,8 @@ CoordinatorLink::~CoordinatorLink() {
   }
   Wake();
   thread_.join();
+  zmq_socket_monitor(socket_.handle(), nullptr, 0);
+  monitor_.close();
   socket_.close();
   close(wakeup_);
 }
@@ -289,8 +309,53 @@ std::chrono::milliseconds CoordinatorLink::KeepAlive() {
   return std::max(milliseconds(1), std::chrono::ceil<milliseconds>(next));
 }
 
+void CoordinatorLink::OnMonitorEvent() {
+  zmq::message_t event, address;
+  while (monitor_.recv(event, zmq::recv_flags::dontwait)) {
+    if (event.more()) (void)monitor_.recv(address, zmq::recv_flags::none);
+    if (event.size() < 6) continue;
+    uint16_t id;
+    uint32_t value;
+    std::memcpy(&id, event.data(), sizeof(id));
+    std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof(value));
+    Status status;
+    if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+      status = Status(Code::kAuthFailed,
+                      "authentication failed: tuttid at " + endpoint_ + " refused this rank's CURVE "
+                      "key (ZAP status " + std::to_string(value) + "): is TUTTI_CURVE_PUBLIC_KEY "
+                      "listed in tuttid's --curve-clients?");
+    else if (!curve_)
+      status = Status(Code::kAuthFailed,
+                      "authentication failed: the handshake with tuttid at " + endpoint_ +
+                          " failed (ZeroMQ handshake error " + std::to_string(value) +
+                          "): tuttid probably requires CURVE; set TUTTI_CURVE_SERVER_KEY, "
+                          "TUTTI_CURVE_PUBLIC_KEY and TUTTI_CURVE_SECRET_KEY");
+    else
+      status = Status(Code::kAuthFailed,
+                      "authentication failed: the CURVE handshake with tuttid at " + endpoint_ +
+                          " failed (ZeroMQ handshake error " + std::to_string(value) +
+                          "): is TUTTI_CURVE_SERVER_KEY tuttid's public key, and does tuttid "
+                          "require CURVE?");
+    wire::Frame refusal;
+    refusal.mutable_refusal()->mutable_error()->set_code(static_cast<int32_t>(status.code()));
+    refusal.mutable_refusal()->mutable_error()->set_message(status.message());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (registration_) {
+        registration_->set_value(std::move(refusal));
+        registration_.reset();
+        continue;
+      }
+      if (!registered_) continue;  // nothing waits; a later Register learns it the same way
+    }
+    Die(status);
+  }
+}
+
 void CoordinatorLink::Run() {
-  zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wakeup_, ZMQ_POLLIN, 0}};
+  zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, wakeup_, ZMQ_POLLIN, 0},
+                             {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
   while (true) {
     auto wait = KeepAlive();
     // Announcements waiting for the batching window to close: wake when it does.
@@ -303,11 +368,12 @@ void CoordinatorLink::Run() {
       }
     }
     try {
-      zmq::poll(items, 2, wait);
+      zmq::poll(items, 3, wait);
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
       continue;  // the application's signal landed on this thread
     }
+    if (items[2].revents & ZMQ_POLLIN) OnMonitorEvent();
     if (items[1].revents & ZMQ_POLLIN) {
       uint64_t count;
       [[maybe_unused]] ssize_t n = read(wakeup_, &count, sizeof(count));

@@ -25,6 +25,7 @@
 
 #include "client/announce_cache.h"
 #include "client/counters.h"
+#include "client/runtime_options.h"
 #include "common/status.h"
 #include "proto/protocol.h"
 #include "transport/transport.h"
@@ -42,8 +43,9 @@ class CoordinatorLink {
   };
 
   // `cycle_time`: how long announcements may wait for more to join them (0: none).
+  // `curve`: keys for a tuttid that requires CURVE (not enabled(): none).
   CoordinatorLink(std::string endpoint, Callbacks callbacks, Counters* counters,
-                  std::chrono::microseconds cycle_time);
+                  std::chrono::microseconds cycle_time, const CurveClientKeys& curve);
   // Stops the I/O thread; says Bye first if registered.
   ~CoordinatorLink();
 
@@ -79,6 +81,9 @@ class CoordinatorLink {
                    wire::Frame* reply);
   void Dispatch(wire::Frame& frame);
   void Die(const Status& status);
+  // A failed ZeroMQ handshake (seen through the socket monitor): wrong CURVE keys, or CURVE on
+  // one side only. Fails the registration, or the link, at once instead of at a deadline.
+  void OnMonitorEvent();
   // Heartbeat and lease bookkeeping; returns how long the next poll may sleep.
   std::chrono::milliseconds KeepAlive();
 
@@ -88,6 +93,8 @@ class CoordinatorLink {
   const std::chrono::microseconds cycle_time_;
   zmq::context_t context_{1};
   zmq::socket_t socket_;  // I/O thread only, after construction
+  zmq::socket_t monitor_;  // receives socket_'s handshake failures; I/O thread only
+  const bool curve_;
   int wakeup_ = -1;
 
   std::mutex mu_;  // guards everything below

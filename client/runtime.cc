@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/reduce.h"
+#include "transport/handshake.h"
 
 namespace tutti::client {
 namespace {
@@ -65,7 +66,7 @@ Status Runtime::Join() {
                                    [this](const wire::Refusal& r) { OnTensorRefused(r); },
                                    [this](const wire::Fault& f) { OnFault(f); },
                                    [this](const Status& s) { OnDead(s); }},
-        &counters_, options_.cycle_time);
+        &counters_, options_.cycle_time, options_.curve);
   } catch (const zmq::error_t& e) {
     return Invalid("cannot use coordinator endpoint '" + options_.coordinator + "': " + e.what());
   }
@@ -90,7 +91,11 @@ Status Runtime::Join() {
   TUTTI_RETURN_IF_ERROR(link_->Register(
       request, transport::Clock::now() + Ms(options_.timeout_ms) + kCoordinatorGrace, &welcome_));
 
-  device_->SetJobKey(welcome_.job_key());
+  if (welcome_.job_secret().size() != transport::kJobSecretBytes)
+    return Status(Code::kVersionMismatch,
+                  "tuttid sent no data-plane secret: it is older than this library (0.3); "
+                  "upgrade tuttid");
+  device_->SetJobSecret(welcome_.job_secret(), options_.rank);
   TUTTI_RETURN_IF_ERROR(PlanRoutes());
   p2p_ = std::make_unique<PointToPoint>(device_.get(), options_.rank, routes_,
                                         Ms(options_.timeout_ms));

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include <zmq.h>
+
 #include "client/host_identity.h"
 
 namespace tutti::client {
@@ -130,6 +132,27 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   else
     return Status(Code::kInvalidArgument, "unknown transport '" + transport +
                                               "' (TUTTI_TRANSPORT): use auto, tcp or shm");
+  // CURVE: all three keys or none, so that a typo never silently turns authentication off.
+  const char* curve_names[] = {"TUTTI_CURVE_SERVER_KEY", "TUTTI_CURVE_PUBLIC_KEY",
+                               "TUTTI_CURVE_SECRET_KEY"};
+  std::string* curve_keys[] = {&o.curve.server_public, &o.curve.public_key, &o.curve.secret_key};
+  int curve_set = 0;
+  for (int i = 0; i < 3; ++i) {
+    *curve_keys[i] = Env(curve_names[i]).value_or("");
+    if (curve_keys[i]->empty()) continue;
+    ++curve_set;
+    uint8_t bytes[32];
+    if (curve_keys[i]->size() != 40 || zmq_z85_decode(bytes, curve_keys[i]->c_str()) == nullptr)
+      return Status(Code::kInvalidArgument,
+                    std::string(curve_names[i]) +
+                        " is not a CURVE key (40 characters of Z85, as printed by tuttid "
+                        "--generate-curve-keypair)");
+  }
+  if (curve_set != 0 && curve_set != 3)
+    return Status(Code::kInvalidArgument,
+                  "CURVE needs TUTTI_CURVE_SERVER_KEY, TUTTI_CURVE_PUBLIC_KEY and "
+                  "TUTTI_CURVE_SECRET_KEY together; only " + std::to_string(curve_set) +
+                      " of them are set");
   *resolved = std::move(o);
   return Status::Ok();
 }

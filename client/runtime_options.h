@@ -36,6 +36,15 @@ constexpr int32_t kDefaultCacheCapacity = 1024;
 // kShm makes a cross-host peer an error rather than a silent fallback.
 enum class TransportMode { kAuto, kTcp, kShm };
 
+// CURVE keys (Z85, 40 characters each) for a tuttid that requires authentication
+// (docs/security.md); all empty: no CURVE.
+struct CurveClientKeys {
+  std::string server_public;  // TUTTI_CURVE_SERVER_KEY: tuttid's public key
+  std::string public_key;     // TUTTI_CURVE_PUBLIC_KEY: this rank's
+  std::string secret_key;     // TUTTI_CURVE_SECRET_KEY: this rank's
+  bool enabled() const { return !server_public.empty(); }
+};
+
 const char* TransportName(TransportMode mode);
 
 struct RuntimeOptions {
@@ -56,6 +65,7 @@ struct RuntimeOptions {
   int64_t stall_warning_ms = 0, stall_shutdown_ms = 0;
   std::string timeline;  // this rank's timeline file, from the start; empty: none
   TransportMode transport = TransportMode::kAuto;
+  CurveClientKeys curve;
 };
 
 // Resolves `requested` against the environment (TUTTI_*, then OpenMPI, Slurm and torchrun

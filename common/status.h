@@ -27,6 +27,7 @@ enum class Code : int {
   kSetRemoved = -15,
   kUnsupported = -16,
   kEvicted = -17,
+  kLimitExceeded = -18,
 };
 
 class [[nodiscard]] Status {

@@ -6,12 +6,18 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libzmq3-dev cppzmq-dev            # control plane transport
+  libsodium-dev                     # data-plane handshake (HMAC-SHA256, nonces)
+  libtomlplusplus-dev               # tuttid's CURVE key files
   libprotobuf-dev protobuf-compiler # control plane schema
   libgtest-dev                      # tests
   libcli11-dev                      # command-line flags
   libspdlog-dev libfmt-dev          # logging
   nlohmann-json3-dev                # timeline files
   abigail-tools                     # the ABI check against abi/libtutti.abi
+  clang libclang-rt-14-dev          # libFuzzer targets (scripts/fuzz.sh)
+  libsystemd-dev systemd            # sd_notify for tuttid; systemd-analyze checks its unit
+  libcpp-httplib-dev prometheus-cpp-dev   # tuttid's status page and Prometheus endpoint
+  chromium                          # the status page, tested in a headless browser
   python3                           # timeline merge tool and its tests
   python3-numpy python3-torch python3-pytest   # the Python package and its tests
   python3-venv python3-setuptools python3-wheel python3-pip  # its pip-install test

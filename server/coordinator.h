@@ -4,10 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "server/curve_keys.h"
+
 namespace tutti::server {
+
+class ServiceMetrics;
+class StatusBoard;
 
 struct CoordinatorOptions {
   // ZeroMQ endpoint to bind; "tcp://127.0.0.1:*" lets the OS choose the port.
@@ -26,6 +32,24 @@ struct CoordinatorOptions {
   int64_t stall_shutdown_ms = 0;
   // Where to write the negotiation timeline (Chrome trace JSON); empty: none.
   std::string timeline;
+
+  // Floods (docs/security.md): tensors one job may have announced by some members only;
+  // registrations a second (and burst) from one address; jobs one address may have waiting for
+  // their rendezvous. Beyond them requests fail with kLimitExceeded.
+  int64_t max_pending_tensors = 1 << 18;
+  double max_registrations_per_second = 1000;
+  double registration_burst = 4096;
+  int64_t max_rendezvous_jobs_per_address = 256;
+
+  // CURVE (docs/security.md): when set, the socket is a CURVE server and admits only listed keys.
+  std::shared_ptr<const CurveServerKeys> curve;
+
+  // Service hooks, all optional. `metrics` and `status` must outlive the coordinator;
+  // `on_iteration` runs on the loop's thread at least every `max_iteration_gap_ms`.
+  ServiceMetrics* metrics = nullptr;
+  StatusBoard* status = nullptr;
+  std::function<void()> on_iteration;
+  int64_t max_iteration_gap_ms = 1000;
 };
 
 class Coordinator {

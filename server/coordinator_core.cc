@@ -2,25 +2,25 @@
 
 #include <random>
 
+#include <sodium.h>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
+
 #include "server/constant_time.h"
+#include "server/service_metrics.h"
 #include "server/message_codec.h"
 
 namespace tutti::server {
 namespace {
 
-void Refuse(const std::string& peer, const Status& status, Outbox* out) {
-  Outgoing o{peer, {}};
-  o.frame.mutable_refusal()->mutable_error()->set_code(static_cast<int32_t>(status.code()));
-  o.frame.mutable_refusal()->mutable_error()->set_message(status.message());
-  out->push_back(std::move(o));
-}
-
-uint64_t RandomKey() {
-  std::random_device device;
-  return (uint64_t{device()} << 32) | device();
+// The job's data-plane secret (transport/handshake.h), from the system's CSPRNG.
+std::string NewJobSecret() {
+  std::string secret(32, '\0');
+  randombytes_buf(secret.data(), secret.size());
+  return secret;
 }
 
 }  // namespace
@@ -30,44 +30,70 @@ CoordinatorCore::CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t
     : default_rendezvous_timeout_ms_(default_rendezvous_timeout_ms),
       epoch_(epoch),
       policy_(policy),
-      max_jobs_(max_jobs) {}
+      max_jobs_(max_jobs) {
+  policy_.errors = &errors_;
+}
 
-void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, size_t size,
+void CoordinatorCore::Refuse(const std::string& peer, const std::string& job, int32_t rank,
+                             const Status& status, Outbox* out) {
+  if (policy_.metrics) policy_.metrics->Error(status.code());
+  errors_.Add(job, rank, status);
+  Outgoing o{peer, {}};
+  o.frame.mutable_refusal()->mutable_error()->set_code(static_cast<int32_t>(status.code()));
+  o.frame.mutable_refusal()->mutable_error()->set_message(status.message());
+  out->push_back(std::move(o));
+}
+
+void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t size,
                                   Clock::time_point now, Outbox* out) {
+  const std::string& peer = source.peer;
+  if (policy_.metrics) policy_.metrics->FrameReceived(size);
   wire::Frame frame;
   Status status = DecodeClientFrame(data, size, &frame);
   if (!status.ok()) {
     spdlog::warn("refused a frame of {} bytes: {}", size, status.message());
-    Refuse(peer, status, out);
+    auto member = members_.find(peer);
+    if (member == members_.end()) Refuse(peer, "", -1, status, out);
+    else Refuse(peer, member->second.job, member->second.rank, status, out);
     return;
   }
   auto member = members_.find(peer);
   if (member == members_.end()) {
     auto tombstone = evicted_.find(peer);
-    if (tombstone != evicted_.end()) return Refuse(peer, tombstone->second.status, out);
+    if (tombstone != evicted_.end()) {
+      Outgoing o{peer, {}};
+      o.frame.mutable_refusal()->mutable_error()->set_code(
+          static_cast<int32_t>(tombstone->second.status.code()));
+      o.frame.mutable_refusal()->mutable_error()->set_message(tombstone->second.status.message());
+      out->push_back(std::move(o));
+      return;
+    }
     if (frame.epoch() != 0 && frame.epoch() != epoch_) {
       spdlog::warn("refused a rank of epoch {:016x}: this tuttid runs epoch {:016x}", frame.epoch(),
                    epoch_);
-      return Refuse(peer,
+      return Refuse(peer, "", -1,
                     Status(Code::kCoordinatorLost,
                            fmt::format("coordinator lost: tuttid restarted (this rank joined epoch "
                                        "{:016x}, tuttid now runs epoch {:016x}); restart the job",
                                        frame.epoch(), epoch_)),
                     out);
     }
-    if (frame.has_register_()) return HandleRegister(peer, frame.register_(), now, out);
-    Refuse(peer, Status(Code::kInvalidArgument, "register before sending anything else"), out);
-    return;
-  }
-  if (frame.has_register_()) {
-    Refuse(peer, Status(Code::kInvalidArgument, "this connection already registered"), out);
+    if (frame.has_register_()) return HandleRegister(source, frame.register_(), now, out);
+    Refuse(peer, "", -1, Status(Code::kInvalidArgument, "register before sending anything else"),
+           out);
     return;
   }
   Job& job = *jobs_.at(member->second.job);
   const int32_t rank = member->second.rank;
+  if (frame.has_register_()) {
+    Refuse(peer, job.id(), rank,
+           Status(Code::kInvalidArgument, "this connection already registered"), out);
+    return;
+  }
   job.Touch(rank, now);
   if (!job.welcomed()) {
-    Refuse(peer, Status(Code::kInvalidArgument, "wait for the rendezvous to complete"), out);
+    Refuse(peer, job.id(), rank,
+           Status(Code::kInvalidArgument, "wait for the rendezvous to complete"), out);
     return;
   }
   // Answers to anything but announcements must not overtake the responses announcements released.
@@ -108,35 +134,84 @@ void CoordinatorCore::HandleFrame(const std::string& peer, const void* data, siz
   }
 }
 
-void CoordinatorCore::HandleRegister(const std::string& peer, const wire::Register& msg,
+void CoordinatorCore::HandleRegister(const Source& source, const wire::Register& msg,
                                      Clock::time_point now, Outbox* out) {
+  const std::string& peer = source.peer;
+  if (keys_) {
+    // CURVE: the ZAP handler admitted the key; it may register only as a rank it is listed for.
+    auto listed = keys_->clients.find(source.key);
+    const JobRank claimed{msg.job(), msg.rank()};
+    if (listed == keys_->clients.end() ||
+        std::find(listed->second.begin(), listed->second.end(), claimed) == listed->second.end()) {
+      std::string holder = "no rank";
+      if (listed != keys_->clients.end() && !listed->second.empty())
+        holder = fmt::format("rank {} of job '{}'", listed->second[0].rank, listed->second[0].job);
+      spdlog::warn("refused a registration as rank {} of job '{}' from {}: its CURVE key is {}'s",
+                   msg.rank(), msg.job(), source.address, holder);
+      return Refuse(peer, msg.job(), msg.rank(),
+                    Status(Code::kAuthFailed,
+                           fmt::format("authentication failed: this rank's CURVE key is not listed "
+                                       "for rank {} of job '{}' in tuttid's client keys (it "
+                                       "belongs to {})",
+                                       msg.rank(), msg.job(), holder)),
+                    out);
+    }
+  }
+  if (!registrations_.Allow(source.address, now)) {
+    if (policy_.metrics) policy_.metrics->Limited("registrations_per_address");
+    return Refuse(peer, msg.job(), msg.rank(),
+                  Status(Code::kLimitExceeded,
+                         fmt::format("limit exceeded: too many registrations from {} (at most {} a "
+                                     "second, tuttid --max-registrations-per-second); retry later",
+                                     source.address, registrations_.rate())),
+                  out);
+  }
   auto it = jobs_.find(msg.job());
   if (it == jobs_.end() && jobs_.size() >= max_jobs_) {
     spdlog::warn("refused job '{}': already serving {} jobs", msg.job(), jobs_.size());
-    Refuse(peer,
-           Status(Code::kInvalidArgument,
-                  fmt::format("tuttid already serves {} jobs, its limit (--max-jobs)", max_jobs_)),
+    if (policy_.metrics) policy_.metrics->Limited("jobs");
+    Refuse(peer, msg.job(), msg.rank(),
+           Status(Code::kLimitExceeded,
+                  fmt::format("limit exceeded: tuttid already serves {} jobs, its limit "
+                              "(--max-jobs)",
+                              max_jobs_)),
            out);
     return;
+  }
+  if (it == jobs_.end() && rendezvous_jobs_per_address_ != SIZE_MAX) {
+    size_t waiting = 0;
+    for (const auto& [id, job] : jobs_)
+      if (!job->welcomed() && job_address_[id] == source.address) ++waiting;
+    if (waiting >= rendezvous_jobs_per_address_) {
+      if (policy_.metrics) policy_.metrics->Limited("rendezvous_jobs_per_address");
+      return Refuse(peer, msg.job(), msg.rank(),
+                    Status(Code::kLimitExceeded,
+                           fmt::format("limit exceeded: {} already started {} jobs whose ranks "
+                                       "have not all joined (tuttid "
+                                       "--max-rendezvous-jobs-per-address)",
+                                       source.address, waiting)),
+                    out);
+    }
   }
   if (it == jobs_.end()) {
     const int64_t timeout = msg.rendezvous_timeout_ms() > 0 ? msg.rendezvous_timeout_ms()
                                                             : default_rendezvous_timeout_ms_;
     auto job = std::make_unique<Job>(msg.job(), msg.token(), msg.size(),
-                                     now + std::chrono::milliseconds(timeout), timeout, RandomKey(),
+                                     now + std::chrono::milliseconds(timeout), timeout, NewJobSecret(),
                                      epoch_, policy_);
     it = jobs_.emplace(msg.job(), std::move(job)).first;
+    job_address_[msg.job()] = source.address;
     spdlog::info("job '{}': created by rank {}, waiting for {} ranks", msg.job(), msg.rank(),
                  msg.size());
   } else if (!SameSecret(it->second->token(), msg.token())) {
     spdlog::warn("job '{}': rank {} presented a wrong token", msg.job(), msg.rank());
-    Refuse(peer, Status(Code::kAuthFailed, fmt::format("wrong token for job '{}'", msg.job())),
-           out);
+    Refuse(peer, msg.job(), msg.rank(),
+           Status(Code::kAuthFailed, fmt::format("wrong token for job '{}'", msg.job())), out);
     return;
   }
   Status status = it->second->Register(peer, msg, out);
   if (!status.ok()) {
-    Refuse(peer, status, out);
+    Refuse(peer, msg.job(), msg.rank(), status, out);
     return;
   }
   members_[peer] = Member{msg.job(), msg.rank()};
@@ -149,6 +224,7 @@ void CoordinatorCore::DropJob(const std::string& id) {
   for (const std::string& peer : it->second->peers()) members_.erase(peer);
   for (auto t = evicted_.begin(); t != evicted_.end();)
     t = t->second.job == id ? evicted_.erase(t) : std::next(t);
+  job_address_.erase(id);  // before the job: `id` may be the job's own id()
   jobs_.erase(it);
 }
 
@@ -188,6 +264,30 @@ std::optional<Clock::time_point> CoordinatorCore::NextDeadline() const {
     if (deadline && (!next || *deadline < *next)) next = deadline;
   }
   return next;
+}
+
+nlohmann::json CoordinatorCore::Describe(Clock::time_point now) const {
+  // Enough pending tensors per set to see what a stall waits for, bounded for a flooding job.
+  constexpr size_t kPendingShown = 50;
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& [id, job] : jobs_) jobs.push_back(job->Describe(now, kPendingShown));
+  return {{"epoch", fmt::format("{:016x}", epoch_)},
+          {"jobs", std::move(jobs)},
+          {"recent_errors", errors_.ToJson()}};
+}
+
+void CoordinatorCore::UpdateGauges() const {
+  if (!policy_.metrics) return;
+  size_t ranks = 0, sets = 0, pending = 0;
+  for (const auto& [id, job] : jobs_) {
+    ranks += job->alive_ranks();
+    sets += job->active_sets();
+    pending += job->pending_tensors();
+  }
+  policy_.metrics->SetJobs(jobs_.size());
+  policy_.metrics->SetRanks(ranks);
+  policy_.metrics->SetProcessSets(sets);
+  policy_.metrics->SetPendingTensors(pending);
 }
 
 }  // namespace tutti::server

@@ -4,7 +4,11 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
+
 #include "server/fusion.h"
+#include "server/recent_errors.h"
+#include "server/service_metrics.h"
 
 namespace tutti::server {
 namespace {
@@ -29,20 +33,21 @@ void FillError(wire::Error* error, const Status& status) {
 }  // namespace
 
 Job::Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
-         int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch, Policy policy)
+         int64_t rendezvous_timeout_ms, std::string secret, uint64_t epoch, Policy policy)
     : id_(std::move(id)),
       token_(std::move(token)),
       size_(size),
       rendezvous_deadline_(rendezvous_deadline),
       rendezvous_timeout_ms_(rendezvous_timeout_ms),
-      key_(key),
+      secret_(std::move(secret)),
       epoch_(epoch),
       registrations_(size),
       peer_of_rank_(size),
       state_(size, RankState::kAlive),
       last_seen_(size),
       policy_(policy),
-      sets_(size) {}
+      sets_(size),
+      budget_{0, policy.max_pending_tensors, id_} {}
 
 std::vector<std::string> Job::peers() const {
   std::vector<std::string> peers;
@@ -127,7 +132,7 @@ void Job::Welcome(Outbox* out) {
     peer->set_host(registrations_[r]->host());
     peer->set_data_endpoint(registrations_[r]->data_endpoint());
   }
-  base.set_job_key(key_);
+  base.set_job_secret(secret_);
   base.set_coordinator_epoch(epoch_);
   base.set_heartbeat_interval_ms(policy_.heartbeat_interval_ms);
   base.set_lease_ms(policy_.lease_ms);
@@ -159,6 +164,7 @@ void Job::Welcome(Outbox* out) {
     out->push_back(std::move(o));
   }
   welcomed_ = true;
+  if (policy_.metrics) policy_.metrics->JobStarted();
   // Leases start now: a rank that waited long at the rendezvous is not late.
   std::fill(last_seen_.begin(), last_seen_.end(), Clock::now());
   spdlog::info("job '{}': all {} ranks joined", id_, size_);
@@ -167,6 +173,8 @@ void Job::Welcome(Outbox* out) {
 void Job::OpenSet(int32_t set_id, const std::vector<int32_t>& members) {
   Negotiator& negotiator =
       negotiators_.emplace(set_id, Negotiator(set_id, members, cache_capacity_)).first->second;
+  negotiator.set_budget(&budget_);
+  negotiator.set_metrics(policy_.metrics);
   if (policy_.timeline == nullptr) return;
   // One track per (job, set) in tuttid's timeline, numbered in order of creation.
   static int32_t next_track = 1;
@@ -184,6 +192,11 @@ void Job::RefuseAll(Code code, const std::string& message, Outbox* out) {
 
 void Job::Refuse(int32_t rank, const Status& status, int32_t set_id, const std::string& tensor,
                  Outbox* out) {
+  if (policy_.metrics) {
+    policy_.metrics->Error(status.code());
+    if (status.code() == Code::kLimitExceeded) policy_.metrics->Limited("pending_tensors");
+  }
+  if (policy_.errors) policy_.errors->Add(id_, rank, status);
   Outgoing o{peer_of_rank_[rank], {}};
   auto* refusal = o.frame.mutable_refusal();
   FillError(refusal->mutable_error(), status);
@@ -221,6 +234,14 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
         Status(Code::kSetRemoved, fmt::format("process set {} was removed", id)), &failed);
     if (!failed.empty()) SendExecute(id, it->second, std::move(failed), out);
     negotiators_.erase(it);
+    // Joins waiting on the set can never complete now: they fail like its pending tensors (and
+    // joins_ keeps only sets that have a negotiator, which Tick and Remove rely on).
+    auto waiting = joins_.find(id);
+    if (waiting != joins_.end()) {
+      const Status removed(Code::kSetRemoved, fmt::format("process set {} was removed", id));
+      for (const JoinWaiter& w : waiting->second) ReplyJoin(w, id, removed, -1, out);
+      joins_.erase(waiting);
+    }
     spdlog::info("job '{}': process set {} removed", id_, id);
   }
   for (auto& reply : events.replies) {
@@ -336,6 +357,11 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
     else cache.MarkPublished(slot);
   };
   for (auto& response : PlanCollectives(std::move(responses), fusion_threshold_)) {
+    if (response.has_error() && response.error().code() != 0) {
+      const Status status(static_cast<Code>(response.error().code()), response.error().message());
+      if (policy_.metrics) policy_.metrics->Error(status.code());
+      if (policy_.errors) policy_.errors->Add(id_, -1, status);
+    }
     const uint64_t tensors = 1 + static_cast<uint64_t>(response.fused_size());
     counters_.set_collectives_released(counters_.collectives_released() + 1);
     counters_.set_tensors_released(counters_.tensors_released() + tensors);
@@ -390,6 +416,8 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   if (!alive(rank)) return;
   state_[rank] = RankState::kLost;
   ++gone_;
+  if (fault && policy_.metrics) policy_.metrics->RankLost();
+  if (fault && policy_.errors) policy_.errors->Add(id_, rank, status);
   // The Fault goes first: a rank whose request fails because of the loss must already know of
   // it when it submits again, so that the new request fails at once too.
   for (int32_t r = 0; fault && r < size_; ++r) {
@@ -488,6 +516,8 @@ void Job::InspectStalls(Clock::time_point now, Outbox* out) {
       spdlog::error("job '{}': failing '{}' on process set {} with a stall: ranks {} never "
                     "submitted it",
                     id_, stall.name, set_id, FormatRanks(stall.missing));
+    for (size_t i = 0; policy_.metrics && i < warned.size(); ++i) policy_.metrics->StallWarned();
+    for (size_t i = 0; policy_.metrics && i < stalled.size(); ++i) policy_.metrics->StallFailed();
     counters_.set_stall_warnings(counters_.stall_warnings() + warned.size());
     counters_.set_stalls_failed(counters_.stalls_failed() + stalled.size());
     if (!failed.empty()) SendExecute(set_id, negotiator, std::move(failed), out);
@@ -508,6 +538,59 @@ std::optional<Clock::time_point> Job::NextDeadline() const {
   for (int32_t r = 0; r < size_; ++r)
     if (alive(r) && (!next || last_seen_[r] + lease < *next)) next = last_seen_[r] + lease;
   return next;
+}
+
+size_t Job::alive_ranks() const {
+  size_t n = 0;
+  for (int32_t r = 0; r < size_; ++r)
+    if (registrations_[r] && alive(r)) ++n;
+  return n;
+}
+
+nlohmann::json Job::Describe(Clock::time_point now, size_t pending_per_set) const {
+  using nlohmann::json;
+  auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  json ranks = json::array();
+  for (int32_t r = 0; r < size_; ++r) {
+    json rank = {{"rank", r}};
+    if (!registrations_[r]) {
+      rank["state"] = "missing";
+      ranks.push_back(std::move(rank));
+      continue;
+    }
+    // The host identity is "hostname/boot id/netns:inode": the name is what an operator knows.
+    const std::string& host = registrations_[r]->host();
+    rank["host"] = host.substr(0, host.find('/'));
+    rank["host_id"] = host;
+    rank["data_endpoint"] = registrations_[r]->data_endpoint();
+    rank["state"] = state_[r] == RankState::kAlive ? "alive"
+                    : state_[r] == RankState::kLost ? "lost"
+                                                    : "left";
+    if (welcomed_ && alive(r)) rank["last_seen_seconds"] = seconds(now - last_seen_[r]);
+    ranks.push_back(std::move(rank));
+  }
+  json sets = json::array();
+  for (const auto& [set_id, negotiator] : negotiators_) {
+    json pending = json::array();
+    for (const auto& p : negotiator.Describe(now, pending_per_set))
+      pending.push_back({{"name", p.name},
+                         {"waited_seconds", seconds(p.waited)},
+                         {"submitted", p.submitted},
+                         {"missing", p.missing}});
+    sets.push_back({{"id", set_id},
+                    {"members", negotiator.members()},
+                    {"pending_count", negotiator.pending_count()},
+                    {"pending", std::move(pending)}});
+  }
+  return {{"id", id_},
+          {"size", size_},
+          {"state", failed_ ? "failed" : welcomed_ ? "running" : "rendezvous"},
+          {"registered", registered_},
+          {"ranks", std::move(ranks)},
+          {"process_sets", std::move(sets)},
+          {"pending_tensors", budget_.used},
+          {"collectives_released", counters_.collectives_released()},
+          {"tensors_released", counters_.tensors_released()}};
 }
 
 }  // namespace tutti::server

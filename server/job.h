@@ -8,11 +8,16 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "proto/protocol.h"
 #include "server/negotiator.h"
 #include "server/process_set_table.h"
 
 namespace tutti::server {
+
+class RecentErrors;
+class ServiceMetrics;
 
 struct Outgoing {
   std::string peer;  // ZeroMQ routing id
@@ -29,10 +34,14 @@ class Job {
     int64_t stall_warning_ms = 60000;  // 0: off
     int64_t stall_shutdown_ms = 0;     // 0: off
     Timeline* timeline = nullptr;      // tuttid's negotiation timeline, if it writes one
+    // Tensors the job may have announced by some members only; more are refused (floods).
+    size_t max_pending_tensors = SIZE_MAX;
+    ServiceMetrics* metrics = nullptr;  // tuttid's Prometheus series, if it exposes them
+    RecentErrors* errors = nullptr;     // tuttid's list of recent errors, for its status page
   };
 
   Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
-      int64_t rendezvous_timeout_ms, uint64_t key, uint64_t epoch, Policy policy);
+      int64_t rendezvous_timeout_ms, std::string secret, uint64_t epoch, Policy policy);
 
   const std::string& id() const { return id_; }
   const std::string& token() const { return token_; }
@@ -70,6 +79,13 @@ class Job {
   // Routing ids of ranks declared lost since the last call, with what to tell them if they speak.
   std::vector<std::pair<std::string, Status>> TakeEvicted();
 
+  // For the status page: ranks, hosts, sets and their pending tensors (at most
+  // `pending_per_set` each, oldest first).
+  nlohmann::json Describe(Clock::time_point now, size_t pending_per_set) const;
+  size_t alive_ranks() const;
+  size_t active_sets() const { return negotiators_.size(); }
+  size_t pending_tensors() const { return budget_.used; }
+
   // Rendezvous deadline, set-change deadlines, leases, stall inspection.
   void Tick(Clock::time_point now, Outbox* out);
   std::optional<Clock::time_point> NextDeadline() const;
@@ -93,7 +109,7 @@ class Job {
   int32_t size_;
   Clock::time_point rendezvous_deadline_;
   int64_t rendezvous_timeout_ms_;
-  uint64_t key_;
+  std::string secret_;  // the data-plane handshake's key, told to the ranks at the rendezvous
   uint64_t epoch_;
   std::vector<std::optional<wire::Register>> registrations_;  // by rank
   std::vector<std::string> peer_of_rank_;
@@ -117,6 +133,7 @@ class Job {
   bool failed_ = false;
   ProcessSetTable sets_;
   std::map<int32_t, Negotiator> negotiators_;  // one per active set
+  PendingBudget budget_;                       // shared by negotiators_
   struct JoinWaiter {
     int32_t rank;
     uint64_t request_id;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dtype.h"
+#include "server/service_metrics.h"
 
 namespace tutti::server {
 namespace {
@@ -159,13 +160,22 @@ Status Negotiator::Record(int32_t rank, const wire::TensorSpec& spec,
                           std::vector<wire::Response>* ready, Clock::time_point now) {
   const size_t index = IndexOf(rank);
 
-  if (pending_.size() >= kMaxPending && !pending_.count(spec.name()))
-    return Status(Code::kInvalidArgument,
-                  fmt::format("process set {} already has {} tensors waiting for members", set_id_,
-                              kMaxPending));
+  if (!pending_.count(spec.name())) {
+    if (pending_.size() >= kMaxPending)
+      return Status(Code::kLimitExceeded,
+                    fmt::format("limit exceeded: process set {} already has {} tensors waiting for "
+                                "members",
+                                set_id_, kMaxPending));
+    if (budget_ && budget_->used >= budget_->limit)
+      return Status(Code::kLimitExceeded,
+                    fmt::format("limit exceeded: job '{}' already has {} tensors announced by some "
+                                "members only (tuttid --max-pending-tensors); '{}' was refused",
+                                budget_->job, budget_->limit, spec.name()));
+  }
   auto [entry, fresh] = pending_.try_emplace(spec.name());
   Pending& pending = entry->second;
   if (fresh) {
+    if (budget_) ++budget_->used;
     pending.by_member.resize(members_.size());
     pending.order = pending_order_.insert(pending_order_.end(), spec.name());
     pending.first_announced = now;
@@ -201,6 +211,15 @@ void Negotiator::ReleaseIfComplete(std::unordered_map<std::string, Pending>::ite
     const uint32_t slot = cache_.Assign(specs);
     if (slot != ResponseCache::kNone) response.set_cache_slot(slot + 1);
   }
+  if (metrics_) {
+    const auto& spec = response.spec();
+    uint64_t bytes = IsValidDType(spec.dtype()) ? ElementSize(static_cast<DType>(spec.dtype())) : 0;
+    for (int64_t d : spec.shape()) bytes *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+    metrics_->Negotiated(spec.kind(), bytes,
+                         std::chrono::duration<double>(Clock::now() - entry->second.first_announced)
+                             .count());
+  }
+  if (budget_) --budget_->used;
   pending_order_.erase(entry->second.order);
   pending_.erase(entry);
   Release(std::move(response), ready);
@@ -344,6 +363,7 @@ void Negotiator::Inspect(Clock::time_point now, Clock::duration warn_after,
                          expired[k], set_id_,
                          std::chrono::duration<double>(fail_after).count(),
                          FormatRanks(stall.missing)));
+    if (budget_) --budget_->used;
     pending_order_.erase(entry->second.order);
     pending_.erase(entry);
     if (timeline_)
@@ -365,6 +385,19 @@ void Negotiator::Inspect(Clock::time_point now, Clock::duration warn_after,
       groups_.erase(held);
     }
   }
+}
+
+std::vector<Negotiator::Stall> Negotiator::Describe(Clock::time_point now, size_t limit) const {
+  std::vector<Stall> pending;
+  for (const std::string& name : pending_order_) {
+    if (pending.size() == limit) break;
+    const Pending& p = pending_.at(name);
+    Stall stall{name, {}, {}, now - p.first_announced};
+    for (size_t i = 0; i < members_.size(); ++i)
+      (p.by_member[i] || joined_[i] ? stall.submitted : stall.missing).push_back(members_[i]);
+    pending.push_back(std::move(stall));
+  }
+  return pending;
 }
 
 std::optional<Clock::time_point> Negotiator::NextInspection(Clock::duration warn_after,
@@ -392,6 +425,7 @@ void Negotiator::FailPending(const Status& status, std::vector<wire::Response>* 
              fmt::format("{} while '{}' was pending", status.message(), name));
     out->push_back(std::move(response));
   }
+  if (budget_) budget_->used -= pending_.size();
   pending_.clear();
   pending_order_.clear();
   for (auto& [name, held] : groups_)

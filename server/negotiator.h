@@ -18,6 +18,16 @@
 
 namespace tutti::server {
 
+class ServiceMetrics;
+
+// Tensors a whole job may have waiting for members, shared by its sets' negotiators: the flood
+// limit that keeps one job from taking tuttid's memory (docs/security.md).
+struct PendingBudget {
+  size_t used = 0;
+  size_t limit = SIZE_MAX;
+  std::string job;
+};
+
 class Negotiator {
  public:
   // Tensors one set may have waiting for members; beyond it announcements are refused, so that a
@@ -33,6 +43,12 @@ class Negotiator {
     timeline_ = timeline;
     track_ = track;
   }
+  // Counts fresh tensors against `budget` (which outlives the negotiator), refusing them with
+  // kLimitExceeded once it is spent.
+  void set_budget(PendingBudget* budget) { budget_ = budget; }
+  // Reports completed negotiations to `metrics` (which outlives the negotiator).
+  void set_metrics(ServiceMetrics* metrics) { metrics_ = metrics; }
+  size_t pending_count() const { return pending_.size(); }
 
   // Records `rank`'s announcement of `spec`. If that completes the tensor, appends its response to
   // `ready`. Errors concern only the announcing rank (not a member, announced twice).
@@ -51,6 +67,8 @@ class Negotiator {
     std::vector<int32_t> missing, submitted;
     Clock::duration waited;
   };
+  // Pending tensors, oldest first: at most `limit` of them, for the status page.
+  std::vector<Stall> Describe(Clock::time_point now, size_t limit) const;
   // Reports (once each) tensors waiting longer than `warn_after` in `warned`, and fails with
   // kStalled those waiting longer than `fail_after` into `failed`. A zero duration disables
   // either check.
@@ -112,6 +130,8 @@ class Negotiator {
   ResponseCache cache_;
   Timeline* timeline_ = nullptr;
   int32_t track_ = 0;
+  PendingBudget* budget_ = nullptr;
+  ServiceMetrics* metrics_ = nullptr;
 };
 
 // "allreduce float32[4, 2] op=sum" plus any non-default scale factors and device.

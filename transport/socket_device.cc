@@ -24,6 +24,9 @@ namespace {
 // How long an accepted connection may take to send its hello before it is dropped.
 constexpr auto kHelloTimeout = std::chrono::seconds(10);
 
+// Unverified claims kept per (set, rank) before the job's secret is known.
+constexpr size_t kMaxClaims = 4;
+
 void SetNoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -43,6 +46,14 @@ socklen_t UnixAddress(const std::string& name, sockaddr_un* addr) {
 }  // namespace
 
 std::string UnixName(const std::string& endpoint) { return "tutti." + endpoint; }
+
+Hello SocketDevice::SignedHello(int32_t set_id, int32_t self, int32_t peer,
+                                const Challenge& challenge) {
+  Hello hello{kHelloMagic, set_id, self, peer, {}};
+  std::lock_guard<std::mutex> lock(mu_);
+  SignHello(secret_, challenge, &hello);
+  return hello;
+}
 
 Status CreateDevice(const std::string& address, std::unique_ptr<Device>* device) {
   return SocketDevice::Create(address, device);
@@ -111,20 +122,46 @@ void SocketDevice::AcceptLoop() {
   }
 }
 
+void SocketDevice::SetJobSecret(const std::string& secret, int32_t self) {
+  std::lock_guard<std::mutex> lock(mu_);
+  secret_ = secret;
+  self_ = self;
+}
+
+bool SocketDevice::Genuine(const Parked& parked) const {
+  return parked.hello.to_rank == self_ && VerifyHello(secret_, parked.challenge, parked.hello);
+}
+
 void SocketDevice::Park(int listener, Link link) {
   UniqueFd fd(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
   if (!fd) return;
-  Hello hello{};
-  std::vector<UniqueFd> passed;
   const Deadline deadline = Clock::now() + kHelloTimeout;
-  Status status = link == Link::kShm
-                      ? ReadWithFds(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(), &passed)
-                      : ReadFully(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(),
-                                  "an incoming connection");
-  if (!status.ok() || hello.magic != kHelloMagic) return;  // not one of ours, or too slow: drop it
+  Parked parked{Accepted{{}, link, {}}, NewChallenge(), Hello{}};
+  Status status = WriteFully(fd.get(), &parked.challenge, sizeof(parked.challenge), deadline,
+                             cancel_.get(), "an incoming connection");
+  if (status.ok())
+    status = link == Link::kShm
+                 ? ReadWithFds(fd.get(), &parked.hello, sizeof(parked.hello), deadline,
+                               cancel_.get(), &parked.connection.passed)
+                 : ReadFully(fd.get(), &parked.hello, sizeof(parked.hello), deadline,
+                             cancel_.get(), "an incoming connection");
+  // Not one of ours, or too slow: drop it.
+  if (!status.ok() || parked.hello.magic != kHelloMagic) return;
   if (link == Link::kTcp) SetNoDelay(fd.get());
+  parked.connection.fd = std::move(fd);
   std::lock_guard<std::mutex> lock(mu_);
-  parked_[{hello.set_id, hello.from_rank}] = Parked{Accepted{std::move(fd), link, std::move(passed)}, hello.key};
+  auto& claims = parked_[{parked.hello.set_id, parked.hello.from_rank}];
+  if (!secret_.empty()) {
+    if (!Genuine(parked)) {
+      ++rejected_[{parked.hello.set_id, parked.hello.from_rank}];
+      if (claims.empty()) parked_.erase({parked.hello.set_id, parked.hello.from_rank});
+      parked_cv_.notify_all();
+      return;
+    }
+  } else if (claims.size() >= kMaxClaims) {
+    claims.erase(claims.begin());
+  }
+  claims.push_back(std::move(parked));
   parked_cv_.notify_all();
 }
 
@@ -163,8 +200,13 @@ Status SocketDevice::ConnectTcp(int32_t set_id, int32_t self, int32_t peer, cons
       return Status(Code::kPeerLost, lost + ": " + std::strerror(error));
   }
   SetNoDelay(fd.get());
-  Hello hello{kHelloMagic, set_id, self, 0, key_.load()};
-  Status status = WriteFully(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(), who);
+  Challenge challenge{};
+  Status status = ReadFully(fd.get(), &challenge, sizeof(challenge), deadline, cancel_.get(), who);
+  if (status.ok() && challenge.magic != kChallengeMagic)
+    status = Status(Code::kPeerLost, "not a tutti data-plane listener");
+  if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
+  Hello hello = SignedHello(set_id, self, peer, challenge);
+  status = WriteFully(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(), who);
   if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
   *out = std::move(fd);
   return Status::Ok();
@@ -184,6 +226,7 @@ Status SocketDevice::ConnectUnix(int32_t set_id, int32_t self, int32_t peer,
   timeout.tv_sec = std::max<int64_t>(0, left.count()) / 1000000;
   timeout.tv_usec = std::max<int64_t>(1, left.count() % 1000000);
   setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   sockaddr_un addr;
   const socklen_t len = UnixAddress(name, &addr);
   if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
@@ -191,7 +234,25 @@ Status SocketDevice::ConnectUnix(int32_t set_id, int32_t self, int32_t peer,
       return Status(Code::kTimeout, "connecting to rank " + std::to_string(peer) + " at @" + name + " timed out");
     return Status(Code::kPeerLost, Errno(lost));
   }
-  Hello hello{kHelloMagic, set_id, self, 0, key_.load()};
+  // The acceptor thread answers at once, whatever the peer's lanes are doing.
+  Challenge challenge{};
+  size_t got = 0;
+  while (got < sizeof(challenge)) {
+    const ssize_t n = recv(fd.get(), reinterpret_cast<char*>(&challenge) + got,
+                           sizeof(challenge) - got, 0);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return Status(Code::kTimeout, "rank " + std::to_string(peer) + " at @" + name +
+                                        " did not answer the handshake in time");
+    return Status(Code::kPeerLost, lost + ": " + (n == 0 ? "connection closed" : Errno("recv")));
+  }
+  if (challenge.magic != kChallengeMagic)
+    return Status(Code::kPeerLost, lost + ": not a tutti data-plane listener");
+  Hello hello = SignedHello(set_id, self, peer, challenge);
   Status status = WriteWithFds(fd.get(), &hello, sizeof(hello), fds);
   if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
   SetNonBlocking(fd.get());
@@ -202,28 +263,47 @@ Status SocketDevice::ConnectUnix(int32_t set_id, int32_t self, int32_t peer,
 Status SocketDevice::Accept(int32_t set_id, int32_t peer, Deadline deadline, int abort_fd,
                             Accepted* out) {
   std::unique_lock<std::mutex> lock(mu_);
-  auto key = std::make_pair(set_id, peer);
-  while (!parked_.count(key)) {
+  const auto key = std::make_pair(set_id, peer);
+  while (true) {
+    // Claims parked before the secret was known are checked now; forged ones are dropped.
+    auto it = parked_.find(key);
+    if (it != parked_.end()) {
+      auto& claims = it->second;
+      for (auto claim = claims.begin(); claim != claims.end();) {
+        if (Genuine(*claim)) {
+          *out = std::move(claim->connection);
+          claims.erase(claim);
+          if (claims.empty()) parked_.erase(it);
+          return Status::Ok();
+        }
+        ++rejected_[key];
+        claim = claims.erase(claim);
+      }
+      parked_.erase(it);
+    }
     if (Readable(cancel_.get())) return Status(Code::kShutDown, "the runtime was finalized");
     if (Readable(abort_fd)) return Status(Code::kAborted, "aborted");
-    if (parked_cv_.wait_until(lock, deadline) == std::cv_status::timeout && !parked_.count(key))
+    if (parked_cv_.wait_until(lock, deadline) == std::cv_status::timeout && !parked_.count(key)) {
+      auto rejected = rejected_.find(key);
+      if (rejected != rejected_.end() && rejected->second > 0)
+        return Status(Code::kAuthFailed,
+                      "authentication failed: waiting for rank " + std::to_string(peer) +
+                          " on process set " + std::to_string(set_id) +
+                          ", only connections that failed the data-plane handshake came (not "
+                          "from this job, or a replayed hello)");
       return Status(Code::kTimeout, "rank " + std::to_string(peer) +
                                         " did not connect for process set " +
                                         std::to_string(set_id) + " before the deadline");
+    }
   }
-  Parked parked = std::move(parked_[key]);
-  parked_.erase(key);
-  if (parked.key != key_.load())
-    return Status(Code::kAuthFailed, "a connection claiming to be rank " + std::to_string(peer) +
-                                         " presented the wrong job key");
-  *out = std::move(parked.connection);
-  return Status::Ok();
 }
 
 void SocketDevice::Forget(int32_t set_id) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = parked_.begin(); it != parked_.end();)
     it = it->first.first == set_id ? parked_.erase(it) : std::next(it);
+  for (auto it = rejected_.begin(); it != rejected_.end();)
+    it = it->first.first == set_id ? rejected_.erase(it) : std::next(it);
 }
 
 namespace {

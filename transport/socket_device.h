@@ -7,9 +7,10 @@
 //     namespace, as do same-host ranks (host identity includes the namespace).
 //
 // Who connects: for each pair of ranks in a set, the lower global rank connects and chooses the
-// backend; the higher accepts whatever arrives. The hello (and for shared memory the segment's
-// fds) travel in the connect itself, completed against the listener's backlog without the peer's
-// cooperation, so lanes setting up in any order never wait on each other.
+// backend; the higher accepts whatever arrives. The acceptor thread answers every connection at
+// once with a fresh nonce, and the connecting side sends its hello (for shared memory with the
+// segment's fds) and an HMAC over the nonce under the job's secret (transport/handshake.h): no
+// lane's cooperation is needed, so lanes setting up in any order never wait on each other.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include <utility>
 
 #include "transport/fd_io.h"
+#include "transport/handshake.h"
 #include "transport/transport.h"
 
 namespace tutti::transport {
@@ -38,7 +40,7 @@ class SocketDevice : public Device {
   ~SocketDevice() override;
 
   const std::string& endpoint() const override { return endpoint_; }
-  void SetJobKey(uint64_t key) override { key_.store(key); }
+  void SetJobSecret(const std::string& secret, int32_t self) override;
   std::unique_ptr<Context> CreateContext(int32_t set_id, int32_t self,
                                          std::vector<PeerRoute> routes) override;
   void Shutdown() override;
@@ -67,8 +69,13 @@ class SocketDevice : public Device {
  private:
   struct Parked {
     Accepted connection;
-    uint64_t key;
+    Challenge challenge;  // what this connection was asked to sign
+    Hello hello;
   };
+  // Our answer to `challenge` on a connection to `peer`.
+  Hello SignedHello(int32_t set_id, int32_t self, int32_t peer, const Challenge& challenge);
+  // Whether `parked` proved it belongs to the job. Caller holds mu_.
+  bool Genuine(const Parked& parked) const;
 
   SocketDevice(UniqueFd tcp_listener, UniqueFd unix_listener, UniqueFd cancel, std::string endpoint);
   void AcceptLoop();
@@ -77,22 +84,17 @@ class SocketDevice : public Device {
   UniqueFd tcp_listener_, unix_listener_;
   UniqueFd cancel_;  // eventfd: readable once Shutdown() was called
   std::string endpoint_;
-  std::atomic<uint64_t> key_{0};
   std::mutex mu_;
+  std::string secret_;  // the job's, once known; guarded by mu_
+  int32_t self_ = -1;   // guarded by mu_
   std::condition_variable parked_cv_;
-  std::map<std::pair<int32_t, int32_t>, Parked> parked_;  // (set, from rank) -> connection
+  // (set, from rank) -> connections claiming to be from it. Once the secret is known only genuine
+  // ones are parked; before, a forged claim must not displace the real one, so a few are kept.
+  std::map<std::pair<int32_t, int32_t>, std::vector<Parked>> parked_;
+  // Failed handshakes by claimed (set, rank), for the error of an Accept that times out.
+  std::map<std::pair<int32_t, int32_t>, int> rejected_;
   std::thread acceptor_;
 };
-
-// The first bytes on every data-plane connection.
-struct Hello {
-  uint32_t magic;
-  int32_t set_id;
-  int32_t from_rank;
-  uint32_t reserved;
-  uint64_t key;
-};
-constexpr uint32_t kHelloMagic = 0x54544350;  // "TTCP"
 
 // The abstract Unix socket name of the device whose TCP endpoint is `endpoint`.
 std::string UnixName(const std::string& endpoint);

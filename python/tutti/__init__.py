@@ -17,12 +17,12 @@ import numpy as np
 from . import _capi
 from ._core import Buffer, Handle, Runtime
 from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, DuplicateNameError,
-                     EvictedError, InternalError, InvalidArgumentError, MismatchError,
+                     EvictedError, LimitExceededError, InternalError, InvalidArgumentError, MismatchError,
                      NotAMemberError, PeerLostError, SetRemovedError, ShutDownError, StalledError,
                      TimeoutError, TuttiError, UnknownSetError, UnsupportedError,
                      VersionMismatchError)
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)

@@ -83,6 +83,10 @@ class EvictedError(TuttiError):
     status = -17
 
 
+class LimitExceededError(TuttiError):
+    status = -18
+
+
 _BY_STATUS = {cls.status: cls for cls in TuttiError.__subclasses__()}
 
 

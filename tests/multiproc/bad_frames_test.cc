@@ -5,50 +5,11 @@
 #include <zmq.hpp>
 
 #include "multiproc/cluster.h"
+#include "multiproc/raw_client.h"
 #include "proto/protocol.h"
 
 namespace tutti::testing {
 namespace {
-
-// A raw DEALER connected to tuttid, as a misbehaving client would have.
-class RawClient {
- public:
-  explicit RawClient(const std::string& endpoint) : socket_(context_, zmq::socket_type::dealer) {
-    socket_.set(zmq::sockopt::linger, 0);
-    socket_.set(zmq::sockopt::rcvtimeo, 10000);
-    socket_.connect(endpoint);
-  }
-  void Send(const std::string& bytes) { socket_.send(zmq::buffer(bytes), zmq::send_flags::none); }
-  void SendParts(const std::vector<std::string>& parts) {
-    for (size_t i = 0; i < parts.size(); ++i)
-      socket_.send(zmq::buffer(parts[i]), i + 1 < parts.size() ? zmq::send_flags::sndmore
-                                                               : zmq::send_flags::none);
-  }
-  // The refusal's "<code> <message>", or "" if nothing came within the receive timeout.
-  std::string Refusal() {
-    zmq::message_t reply;
-    if (!socket_.recv(reply)) return "";
-    wire::Frame frame;
-    if (!frame.ParseFromArray(reply.data(), static_cast<int>(reply.size())) || !frame.has_refusal())
-      return "not a refusal";
-    return std::to_string(frame.refusal().error().code()) + " " + frame.refusal().error().message();
-  }
-  void SetReceiveTimeout(int ms) { socket_.set(zmq::sockopt::rcvtimeo, ms); }
-
- private:
-  zmq::context_t context_{1};
-  zmq::socket_t socket_;
-};
-
-std::string Encoded(wire::Frame frame) { return wire::Encode(frame); }
-
-wire::Frame Register(int32_t rank, int32_t size) {
-  wire::Frame frame;
-  frame.mutable_register_()->set_job("intruder");
-  frame.mutable_register_()->set_rank(rank);
-  frame.mutable_register_()->set_size(size);
-  return frame;
-}
 
 struct Case {
   const char* what;
@@ -187,7 +148,7 @@ TEST(BadFrames, JobsBeyondTheLimitAreRefused) {
     }
   }
   clients.back()->SetReceiveTimeout(10000);
-  EXPECT_EQ(clients.back()->Refusal(), "-1 tuttid already serves 2 jobs, its limit (--max-jobs)");
+  EXPECT_EQ(clients.back()->Refusal(), "-18 limit exceeded: tuttid already serves 2 jobs, its limit (--max-jobs)");
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 2
+#define TUTTI_VERSION_MINOR 3
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -57,6 +57,7 @@ typedef int32_t tutti_status_t;
 #define TUTTI_ERR_SET_REMOVED (-15)
 #define TUTTI_ERR_UNSUPPORTED (-16)
 #define TUTTI_ERR_EVICTED (-17)
+#define TUTTI_ERR_LIMIT_EXCEEDED (-18)
 
 /* ---- data types, reduce ops, devices ------------------------------------------------------- */
 #define TUTTI_DTYPE_FLOAT16 1

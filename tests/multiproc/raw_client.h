@@ -1,0 +1,55 @@
+// A raw ZeroMQ client of tuttid that speaks the wire format directly, as a misbehaving or
+// hostile program would: for the tests of what tuttid refuses.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "proto/protocol.h"
+
+namespace tutti::testing {
+
+// A raw DEALER connected to tuttid, as a misbehaving client would have.
+class RawClient {
+ public:
+  // `endpoint` may name a source address: "tcp://127.0.0.2:0;127.0.0.1:PORT".
+  explicit RawClient(const std::string& endpoint) : socket_(context_, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.set(zmq::sockopt::rcvtimeo, 10000);
+    socket_.connect(endpoint);
+  }
+  void Send(const std::string& bytes) { socket_.send(zmq::buffer(bytes), zmq::send_flags::none); }
+  void SendParts(const std::vector<std::string>& parts) {
+    for (size_t i = 0; i < parts.size(); ++i)
+      socket_.send(zmq::buffer(parts[i]), i + 1 < parts.size() ? zmq::send_flags::sndmore
+                                                               : zmq::send_flags::none);
+  }
+  // The refusal's "<code> <message>", or "" if nothing came within the receive timeout.
+  std::string Refusal() {
+    zmq::message_t reply;
+    if (!socket_.recv(reply)) return "";
+    wire::Frame frame;
+    if (!frame.ParseFromArray(reply.data(), static_cast<int>(reply.size())) || !frame.has_refusal())
+      return "not a refusal";
+    return std::to_string(frame.refusal().error().code()) + " " + frame.refusal().error().message();
+  }
+  void SetReceiveTimeout(int ms) { socket_.set(zmq::sockopt::rcvtimeo, ms); }
+
+ private:
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;
+};
+
+inline std::string Encoded(wire::Frame frame) { return wire::Encode(frame); }
+
+inline wire::Frame Register(int32_t rank, int32_t size) {
+  wire::Frame frame;
+  frame.mutable_register_()->set_job("intruder");
+  frame.mutable_register_()->set_rank(rank);
+  frame.mutable_register_()->set_size(size);
+  return frame;
+}
+
+}  // namespace tutti::testing
