@@ -25,6 +25,9 @@ stage "test release" 900 ctest --test-dir build --output-on-failure --timeout 30
 # The Python package (ctypes over the release build's libtutti.so) with Debian's Python, torch
 # and pytest: real jobs under tuttirun.
 TUTTI_BUILD_DIR=build stage "test python" 900 /usr/bin/python3 -m pytest -q tests/python
+# tuttid as a service: config file, systemd notify protocol and unit checks, the status page in
+# headless chromium, Prometheus metrics.
+TUTTI_BUILD_DIR=build stage "test service" 600 /usr/bin/python3 -m pytest -q tests/service
 stage "configure asan+ubsan" 120 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTUTTI_SANITIZE=ON
 stage "build asan+ubsan" 1500 cmake --build build-asan -j "$JOBS"
 # The whole suite again under the sanitizers: it takes about as long as the release suite, and the

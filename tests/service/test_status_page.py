@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from conftest import BUILD, ROOT, wait_for
+from tuttid_process import BUILD, ROOT, wait_for
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "stalled_job.py")
 JOB = "status-page-job"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, TUTTID
+from tuttid_process import ROOT, TUTTID
 
 
 def run_tuttid(*args, env=None, timeout=30):
