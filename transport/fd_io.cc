@@ -28,7 +28,7 @@ namespace {
 
 // Moves bytes in one direction until done; `io` returns what send/recv returned.
 template <typename Io>
-Status Transfer(int fd, size_t len, short event, Deadline deadline, int cancel,
+Status Transfer(int fd, size_t len, short event, Deadline deadline, int cancel, int abort,
                 const std::string& what, Io io) {
   size_t done = 0;
   while (done < len) {
@@ -41,11 +41,13 @@ Status Transfer(int fd, size_t len, short event, Deadline deadline, int cancel,
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK)
       return Status(Code::kPeerLost, what + ": " + std::strerror(errno));
-    pollfd fds[2] = {{fd, event, 0}, {cancel, POLLIN, 0}};
-    int ready = poll(fds, cancel >= 0 ? 2 : 1, PollTimeoutMs(deadline));
+    // poll(2) skips negative descriptors: -1 for either means "none".
+    pollfd fds[3] = {{fd, event, 0}, {cancel, POLLIN, 0}, {abort, POLLIN, 0}};
+    int ready = poll(fds, 3, PollTimeoutMs(deadline));
     if (ready < 0 && errno != EINTR) return Status(Code::kInternal, std::strerror(errno));
     if (ready == 0) return Status(Code::kTimeout, "no progress from " + what + " before the deadline");
-    if (cancel >= 0 && (fds[1].revents & POLLIN)) return Status(Code::kShutDown, "the runtime was finalized");
+    if (fds[1].revents & POLLIN) return Status(Code::kShutDown, "the runtime was finalized");
+    if (fds[2].revents & POLLIN) return Status(Code::kAborted, "aborted");
   }
   return Status::Ok();
 }
@@ -55,15 +57,20 @@ Status Transfer(int fd, size_t len, short event, Deadline deadline, int cancel,
 Status WriteFully(int fd, const void* data, size_t len, Deadline deadline, int cancel,
                   const std::string& what) {
   const char* bytes = static_cast<const char*>(data);
-  return Transfer(fd, len, POLLOUT, deadline, cancel, what, [&](size_t done) {
+  return Transfer(fd, len, POLLOUT, deadline, cancel, -1, what, [&](size_t done) {
     return send(fd, bytes + done, len - done, MSG_NOSIGNAL);
   });
 }
 
 Status ReadFully(int fd, void* data, size_t len, Deadline deadline, int cancel,
                  const std::string& what) {
+  return ReadFully(fd, data, len, deadline, cancel, -1, what);
+}
+
+Status ReadFully(int fd, void* data, size_t len, Deadline deadline, int cancel, int abort,
+                 const std::string& what) {
   char* bytes = static_cast<char*>(data);
-  return Transfer(fd, len, POLLIN, deadline, cancel, what,
+  return Transfer(fd, len, POLLIN, deadline, cancel, abort, what,
                   [&](size_t done) { return recv(fd, bytes + done, len - done, 0); });
 }
 

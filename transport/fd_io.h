@@ -48,6 +48,9 @@ Status WriteFully(int fd, const void* data, size_t len, Deadline deadline, int c
                   const std::string& what);
 Status ReadFully(int fd, void* data, size_t len, Deadline deadline, int cancel,
                  const std::string& what);
+// The same with a second eventfd, `abort`, that ends the wait with kAborted.
+Status ReadFully(int fd, void* data, size_t len, Deadline deadline, int cancel, int abort,
+                 const std::string& what);
 
 // Unix sockets: sends `len` bytes with `fds` attached (SCM_RIGHTS) on a blocking socket; reads
 // exactly `len` bytes from a non-blocking one, collecting the descriptors attached to them.

@@ -81,7 +81,8 @@ Status SocketContext::Connect(int32_t peer, Deadline deadline, std::unique_ptr<C
   TUTTI_RETURN_IF_ERROR(ShmChannel::Create(kShmFifoBytes, &shm, &to_pass));
   UniqueFd socket;
   TUTTI_RETURN_IF_ERROR(
-      device_->ConnectUnix(set_id_, self_, peer, route.endpoint, to_pass, deadline, &socket));
+      device_->ConnectUnix(set_id_, self_, peer, route.endpoint, to_pass, deadline, abort_.fd(),
+                           &socket));
   shm->Connected(std::move(socket));
   *channel = std::move(shm);
   return Status::Ok();

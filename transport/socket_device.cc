@@ -1,6 +1,7 @@
 #include "transport/socket_device.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -201,7 +202,9 @@ Status SocketDevice::ConnectTcp(int32_t set_id, int32_t self, int32_t peer, cons
   }
   SetNoDelay(fd.get());
   Challenge challenge{};
-  Status status = ReadFully(fd.get(), &challenge, sizeof(challenge), deadline, cancel_.get(), who);
+  // A peer frozen or finalizing never answers: the lane's abort (a Fault) must still end this.
+  Status status = ReadFully(fd.get(), &challenge, sizeof(challenge), deadline, cancel_.get(),
+                            abort_fd, who);
   if (status.ok() && challenge.magic != kChallengeMagic)
     status = Status(Code::kPeerLost, "not a tutti data-plane listener");
   if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
@@ -214,7 +217,7 @@ Status SocketDevice::ConnectTcp(int32_t set_id, int32_t self, int32_t peer, cons
 
 Status SocketDevice::ConnectUnix(int32_t set_id, int32_t self, int32_t peer,
                                  const std::string& endpoint, const std::vector<int>& fds,
-                                 Deadline deadline, UniqueFd* out) {
+                                 Deadline deadline, int abort_fd, UniqueFd* out) {
   const std::string name = UnixName(endpoint);
   const std::string lost = "peer lost: rank " + std::to_string(peer) + ": cannot connect to @" + name;
   UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -234,26 +237,19 @@ Status SocketDevice::ConnectUnix(int32_t set_id, int32_t self, int32_t peer,
       return Status(Code::kTimeout, "connecting to rank " + std::to_string(peer) + " at @" + name + " timed out");
     return Status(Code::kPeerLost, Errno(lost));
   }
-  // The acceptor thread answers at once, whatever the peer's lanes are doing.
+  // The acceptor thread answers at once, whatever the peer's lanes are doing; a peer frozen or
+  // finalizing never does, and the lane's abort (a Fault) or finalize must still end the wait.
+  SetNonBlocking(fd.get());
   Challenge challenge{};
-  size_t got = 0;
-  while (got < sizeof(challenge)) {
-    const ssize_t n = recv(fd.get(), reinterpret_cast<char*>(&challenge) + got,
-                           sizeof(challenge) - got, 0);
-    if (n > 0) {
-      got += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-      return Status(Code::kTimeout, "rank " + std::to_string(peer) + " at @" + name +
-                                        " did not answer the handshake in time");
-    return Status(Code::kPeerLost, lost + ": " + (n == 0 ? "connection closed" : Errno("recv")));
-  }
-  if (challenge.magic != kChallengeMagic)
-    return Status(Code::kPeerLost, lost + ": not a tutti data-plane listener");
+  Status status = ReadFully(fd.get(), &challenge, sizeof(challenge), deadline, cancel_.get(),
+                            abort_fd, "rank " + std::to_string(peer) + " at @" + name);
+  if (status.ok() && challenge.magic != kChallengeMagic)
+    status = Status(Code::kPeerLost, "not a tutti data-plane listener");
+  if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
   Hello hello = SignedHello(set_id, self, peer, challenge);
-  Status status = WriteWithFds(fd.get(), &hello, sizeof(hello), fds);
+  // WriteWithFds wants a blocking socket (SO_SNDTIMEO bounds it); 48 bytes never fill it anyway.
+  fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  status = WriteWithFds(fd.get(), &hello, sizeof(hello), fds);
   if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
   SetNonBlocking(fd.get());
   *out = std::move(fd);
@@ -345,7 +341,8 @@ Status SocketDevice::OpenStream(int32_t channel, int32_t self, int32_t peer, con
     std::unique_ptr<ShmChannel> shm;
     std::vector<int> to_pass;
     TUTTI_RETURN_IF_ERROR(ShmChannel::Create(kShmFifoBytes, &shm, &to_pass));
-    TUTTI_RETURN_IF_ERROR(ConnectUnix(channel, self, peer, route.endpoint, to_pass, deadline, &fd));
+    TUTTI_RETURN_IF_ERROR(
+        ConnectUnix(channel, self, peer, route.endpoint, to_pass, deadline, -1, &fd));
     shm->Connected(std::move(fd));
     *stream = std::make_unique<ShmStream>(std::move(shm), who);
     return Status::Ok();

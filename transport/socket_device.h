@@ -53,9 +53,9 @@ class SocketDevice : public Device {
   Status ConnectTcp(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
                     Deadline deadline, int abort_fd, UniqueFd* out);
   // Connects to the Unix listener of the device whose TCP endpoint is `endpoint` (same host),
-  // passing `fds` with the hello.
+  // passing `fds` with the hello. `abort_fd` readable ends the wait early.
   Status ConnectUnix(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
-                     const std::vector<int>& fds, Deadline deadline, UniqueFd* out);
+                     const std::vector<int>& fds, Deadline deadline, int abort_fd, UniqueFd* out);
   Status Accept(int32_t set_id, int32_t peer, Deadline deadline, int abort_fd, Accepted* out);
   // Makes waiting Accept calls look at their abort fd.
   void WakeAccepts() {
