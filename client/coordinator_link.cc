@@ -11,6 +11,9 @@ namespace {
 // How long finalize may spend flushing the Bye to a coordinator that no longer reads.
 constexpr int kLingerMs = 500;
 
+// How long one blocked send waits before the I/O thread checks whether the link died.
+constexpr int kSendWaitMs = 1000;
+
 Status FromWire(const wire::Error& error) {
   return Status(static_cast<Code>(error.code()), error.message());
 }
@@ -42,6 +45,7 @@ CoordinatorLink::CoordinatorLink(std::string endpoint, Callbacks callbacks, Coun
   monitor_.connect(monitor_endpoint);
   socket_.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
   socket_.set(zmq::sockopt::linger, kLingerMs);
+  socket_.set(zmq::sockopt::sndtimeo, kSendWaitMs);
   // ZMTP heartbeats let ZeroMQ drop a connection whose peer vanished; the lease in KeepAlive()
   // is what declares the coordinator lost.
   socket_.set(zmq::sockopt::heartbeat_ivl, 1000);
@@ -81,6 +85,7 @@ Status CoordinatorLink::Register(const wire::Register& request, transport::Deadl
     wire::Frame frame;
     *frame.mutable_register_() = request;
     std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return dead_;  // e.g. the handshake already failed
     registration_.emplace();
     reply = registration_->get_future();
     outbox_.push_back(wire::Encode(frame));
@@ -203,7 +208,15 @@ void CoordinatorLink::Flush(bool announcements) {
     for (std::string& bytes : outbox_) frames.push_back(std::move(bytes));
     outbox_.clear();
   }
-  for (const std::string& bytes : frames) socket_.send(zmq::buffer(bytes), zmq::send_flags::none);
+  for (const std::string& bytes : frames) {
+    // A send waits (kSendWaitMs at a time) while tuttid is slow to read, which is the
+    // backpressure announcements need; it gives up once the link is dead or stopping, since a
+    // DEALER whose connection failed its handshake has no pipe left and would wait forever.
+    while (!socket_.send(zmq::buffer(bytes), zmq::send_flags::none)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!dead_.ok() || stopping_) return;
+    }
+  }
 }
 
 void CoordinatorLink::Dispatch(wire::Frame& frame) {
@@ -344,10 +357,10 @@ void CoordinatorLink::OnMonitorEvent() {
       if (registration_) {
         registration_->set_value(std::move(refusal));
         registration_.reset();
-        continue;
       }
-      if (!registered_) continue;  // nothing waits; a later Register learns it the same way
     }
+    // libzmq does not reconnect after a failed handshake: the link is dead, registered or not,
+    // and a Register that comes later fails at once with this status.
     Die(status);
   }
 }
