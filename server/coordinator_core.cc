@@ -120,6 +120,8 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
     case wire::Frame::kAbort:
       job.Abort(rank, out);
       CollectEvicted(job);
+      // The last live rank aborted: no Bye or lease will end the job later.
+      if (job.everyone_left()) DropJob(job.id());
       break;
     case wire::Frame::kBye:
       // Only welcomed ranks say Bye (a rank whose registration failed has nothing to leave).

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <tuple>
 
 #include "common/dtype.h"
@@ -32,12 +31,21 @@ constexpr size_t kMaxLookahead = 4096;
 
 int64_t FusionBytes(const wire::TensorSpec& spec,
                     const google::protobuf::RepeatedField<int64_t>& member_rows) {
+  // Validated shapes keep one member's tensor far below 2^63 bytes, but an allgather's rows add
+  // up over members: saturate, so that a tensor too large to count is never fused.
+  auto times = [](int64_t a, int64_t b) {
+    int64_t product;
+    return __builtin_mul_overflow(a, b, &product) ? INT64_MAX : product;
+  };
   int64_t bytes = static_cast<int64_t>(ElementSize(static_cast<DType>(spec.dtype())));
   if (spec.kind() == wire::COLLECTIVE_ALLGATHER) {
-    for (int d = 1; d < spec.shape_size(); ++d) bytes *= spec.shape(d);
-    return bytes * std::accumulate(member_rows.begin(), member_rows.end(), int64_t{0});
+    for (int d = 1; d < spec.shape_size(); ++d) bytes = times(bytes, spec.shape(d));
+    int64_t rows = 0;
+    for (int64_t r : member_rows)
+      if (__builtin_add_overflow(rows, r, &rows)) rows = INT64_MAX;
+    return times(bytes, rows);
   }
-  for (int64_t d : spec.shape()) bytes *= d;
+  for (int64_t d : spec.shape()) bytes = times(bytes, d);
   return bytes;
 }
 
@@ -75,7 +83,7 @@ std::vector<wire::Response> PlanCollectives(std::vector<wire::Response> released
       for (size_t k = from; k < candidates.size(); ++k) {
         const size_t j = candidates[k];
         if (taken[j]) continue;
-        if (total + bytes[j] > threshold) {
+        if (bytes[j] > threshold - total) {  // total <= threshold: no overflow
           if (++skipped > kMaxLookahead) break;
           continue;  // look past it: a smaller tensor further on may still fit
         }

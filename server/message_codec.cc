@@ -9,6 +9,12 @@ namespace {
 
 Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
 
+// Deadlines are computed as now + milliseconds(ms): beyond kMaxTimeoutMs that could overflow.
+Status CheckTimeoutLimit(const char* what, int64_t ms) {
+  if (ms <= kMaxTimeoutMs) return Status::Ok();
+  return Invalid(fmt::format("{} of {} ms exceeds the limit of {} ms", what, ms, kMaxTimeoutMs));
+}
+
 Status ValidateRegister(const wire::Register& r) {
   if (r.job().empty() || r.job().size() > kMaxJobIdBytes)
     return Invalid(fmt::format("register: job id must have 1 to {} bytes", kMaxJobIdBytes));
@@ -24,6 +30,10 @@ Status ValidateRegister(const wire::Register& r) {
       return Invalid(fmt::format("register: a static process set lists {} ranks, at most {}",
                                  set.ranks_size(), kMaxWorldSize));
   if (r.rendezvous_timeout_ms() < 0) return Invalid("register: negative rendezvous timeout");
+  TUTTI_RETURN_IF_ERROR(CheckTimeoutLimit("register: rendezvous timeout", r.rendezvous_timeout_ms()));
+  // Negative stall thresholds mean off.
+  TUTTI_RETURN_IF_ERROR(CheckTimeoutLimit("register: stall warning", r.stall_warning_ms()));
+  TUTTI_RETURN_IF_ERROR(CheckTimeoutLimit("register: stall shutdown", r.stall_shutdown_ms()));
   if (r.cache_capacity() < 0 || r.cache_capacity() > kMaxCacheCapacity)
     return Invalid(fmt::format("register: cache capacity {} outside [0, {}]", r.cache_capacity(),
                                kMaxCacheCapacity));
@@ -35,7 +45,7 @@ Status ValidateSetAdd(const wire::SetAdd& a) {
   if (a.ranks_size() < 1 || a.ranks_size() > kMaxWorldSize)
     return Invalid(fmt::format("process set add: {} ranks given", a.ranks_size()));
   if (a.timeout_ms() < 0) return Invalid("process set add: negative timeout");
-  return Status::Ok();
+  return CheckTimeoutLimit("process set add: timeout", a.timeout_ms());
 }
 
 Status ValidateAnnounce(const wire::Announce& a) {
@@ -81,11 +91,14 @@ Status ValidateTensorSpec(const wire::TensorSpec& spec) {
   if (spec.shape_size() > kMaxDims)
     return Invalid(fmt::format("tensor '{}': {} dimensions, at most {}", spec.name(),
                                spec.shape_size(), kMaxDims));
-  // Bound the element count so byte sizes computed from it never overflow int64.
+  // Bound the element count so byte sizes computed from it never overflow int64. Zero dimensions
+  // are left out of the product, so that it bounds every part of the shape too: an allgather's
+  // rows (all dimensions but the first) are sized even when the first is 0.
   int64_t elements = 1;
   for (int64_t dim : spec.shape()) {
     if (dim < 0) return Invalid(fmt::format("tensor '{}': negative dimension {}", spec.name(), dim));
-    if (dim != 0 && elements > (int64_t{1} << 56) / dim)
+    if (dim == 0) continue;
+    if (elements > (int64_t{1} << 56) / dim)
       return Invalid(fmt::format("tensor '{}': shape too large", spec.name()));
     elements *= dim;
   }
@@ -109,11 +122,11 @@ Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
     case wire::Frame::kSetAdd: return ValidateSetAdd(frame->set_add());
     case wire::Frame::kSetRemove:
       if (frame->set_remove().timeout_ms() < 0) return Invalid("process set remove: negative timeout");
-      return Status::Ok();
+      return CheckTimeoutLimit("process set remove: timeout", frame->set_remove().timeout_ms());
     case wire::Frame::kAnnounce: return ValidateAnnounce(frame->announce());
     case wire::Frame::kJoin:
       if (frame->join().timeout_ms() < 0) return Invalid("join: negative timeout");
-      return Status::Ok();
+      return CheckTimeoutLimit("join: timeout", frame->join().timeout_ms());
     case wire::Frame::kBye:
     case wire::Frame::kHeartbeat:
     case wire::Frame::kCountersQuery:

@@ -19,6 +19,9 @@ constexpr int32_t kMaxWorldSize = 1 << 20;
 constexpr int kMaxStaticSets = 4096;
 constexpr int kMaxTensorsPerAnnounce = 65536;
 constexpr int32_t kMaxCacheCapacity = 1 << 20;
+// Timeouts and stall thresholds, in milliseconds (about 34 years): a deadline `now + timeout` in
+// nanoseconds of the steady clock stays far from overflowing.
+constexpr int64_t kMaxTimeoutMs = int64_t{1} << 40;
 
 // Parses `size` bytes into `frame` and validates it. Errors: kVersionMismatch for another protocol
 // version, kInvalidArgument (with the reason) for anything else.

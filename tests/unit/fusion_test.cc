@@ -106,6 +106,20 @@ TEST(Fusion, AllgatherSizeCountsEveryMembersRows) {
   EXPECT_EQ(FusionBytes(g.spec(), g.member_rows()), 5 * 5 * 4);
 }
 
+// Each member's tensor is bounded, but an allgather's rows add up over members: the size
+// saturates instead of overflowing, and such a tensor is never fused.
+TEST(Fusion, AllgatherSizeTooLargeToCountSaturatesAndRunsAlone) {
+  wire::Response g = Released("g", 3, TUTTI_DTYPE_FLOAT64, wire::COLLECTIVE_ALLGATHER);
+  g.mutable_spec()->add_shape(int64_t{1} << 20);
+  for (int m = 0; m < 64; ++m) g.add_member_rows(int64_t{1} << 36);
+  EXPECT_EQ(FusionBytes(g.spec(), g.member_rows()), INT64_MAX);
+  wire::Response small = Released("s", 4, TUTTI_DTYPE_FLOAT64, wire::COLLECTIVE_ALLGATHER);
+  small.add_member_rows(1);
+  const auto planned = PlanCollectives({g, small}, INT64_MAX);
+  ASSERT_EQ(planned.size(), 2u);
+  EXPECT_EQ(planned[0].fused_size(), 0);
+}
+
 TEST(Priorities, HigherFirstTiesKeepReleaseOrder) {
   std::vector<wire::Response> batch;
   const int priorities[] = {3, 0, 7, 1, 7};

@@ -115,6 +115,47 @@ TEST(MessageCodec, ChecksTensorSpecs) {
   spec = ValidSpec();
   spec.set_name("");
   ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument, "tensor name must have 1 to 1024 bytes");
+  // A zero dimension does not hide the others: an allgather's rows are sized without the first
+  // (tests/fuzz/regressions/client_frame/allgather-row-size-overflows-behind-a-zero-dimension).
+  spec = ValidSpec();
+  spec.set_kind(wire::COLLECTIVE_ALLGATHER);
+  spec.clear_shape();
+  spec.add_shape(0);
+  spec.add_shape(int64_t{1} << 61);
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument, "tensor 'grad': shape too large");
+  spec.set_shape(1, int64_t{1} << 20);
+  EXPECT_TRUE(Decode(AnnounceOf(spec)).ok());
+}
+
+// Deadlines are now + timeout on the steady clock's nanoseconds: timeouts beyond 2^40 ms (about 34
+// years) are refused rather than overflowing it (tests/fuzz/regressions/*timeout*, *stall*).
+TEST(MessageCodec, RefusesTimeoutsThatWouldOverflowTheClock) {
+  const int64_t too_long = kMaxTimeoutMs + 1;
+  wire::Frame frame = ValidRegister();
+  frame.mutable_register_()->set_rendezvous_timeout_ms(kMaxTimeoutMs);
+  frame.mutable_register_()->set_stall_warning_ms(-1);  // off
+  EXPECT_TRUE(Decode(frame).ok());
+  frame.mutable_register_()->set_rendezvous_timeout_ms(too_long);
+  ExpectError(Decode(frame), Code::kInvalidArgument,
+              "register: rendezvous timeout of 1099511627777 ms exceeds the limit of 1099511627776 ms");
+  frame = ValidRegister();
+  frame.mutable_register_()->set_stall_shutdown_ms(INT64_MAX);
+  ExpectError(Decode(frame), Code::kInvalidArgument,
+              "register: stall shutdown of 9223372036854775807 ms exceeds the limit of "
+              "1099511627776 ms");
+  wire::Frame add;
+  add.mutable_set_add()->add_ranks(0);
+  add.mutable_set_add()->set_timeout_ms(too_long);
+  ExpectError(Decode(add), Code::kInvalidArgument,
+              "process set add: timeout of 1099511627777 ms exceeds the limit of 1099511627776 ms");
+  wire::Frame remove;
+  remove.mutable_set_remove()->set_timeout_ms(too_long);
+  ExpectError(Decode(remove), Code::kInvalidArgument,
+              "process set remove: timeout of 1099511627777 ms exceeds the limit of 1099511627776 ms");
+  wire::Frame join;
+  join.mutable_join()->set_timeout_ms(too_long);
+  ExpectError(Decode(join), Code::kInvalidArgument,
+              "join: timeout of 1099511627777 ms exceeds the limit of 1099511627776 ms");
 }
 
 }  // namespace
