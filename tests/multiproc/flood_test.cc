@@ -110,9 +110,10 @@ TEST(Floods, JobsThatNeverCompleteAreLimitedPerAddress) {
     clients.push_back(std::make_unique<RawClient>(flooder));
     clients.back()->Send(Encoded(RegisterAs(job, 0, 2)));  // rank 1 never comes
     // Separate sockets have no order between them: wait until tuttid took this one.
-    if (i < 5)
+    if (i < 5) {
       ASSERT_TRUE(tuttid.process().ReadUntilContaining("job '" + job + "': created", In(60)))
           << tuttid.process().transcript();
+    }
   }
   EXPECT_EQ(clients.back()->Refusal(),
             "-18 limit exceeded: 127.0.0.2 already started 5 jobs whose ranks have not all joined "
