@@ -34,4 +34,8 @@ stage "build asan+ubsan" 1500 cmake --build build-asan -j "$JOBS"
 # multi-process tests are where memory bugs of the runtime and the coordinator would show.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   stage "test asan+ubsan" 1200 ctest --test-dir build-asan --output-on-failure --timeout 300
+# ThreadSanitizer over the multi-threaded tests (docs/fuzzing-and-sanitizers.md).
+stage "tsan" 900 bash scripts/tsan.sh
+# libFuzzer over tuttid's frame decoding and coordinator, 60 s per target after the regressions.
+stage "fuzz" 600 bash scripts/fuzz.sh 60
 echo "all stages passed"
