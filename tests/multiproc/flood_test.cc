@@ -66,9 +66,16 @@ TEST(Floods, AMillionTensorNamesAreRefusedPastTheLimitWhileAnotherJobFinishes) {
   RawClient late(tuttid.endpoint());
   late.Send(Encoded(RegisterAs("after-the-flood", 0, 1)));
   EXPECT_EQ(late.Refusal(), "not a refusal");
-  // ...and holds 10000 pending tensors, not a million (a pending tensor costs ~1 KiB).
+  // ...and holds 10000 pending tensors, not a million (a pending tensor costs ~1 KiB). Under
+  // AddressSanitizer freed memory waits in a 256 MiB quarantine, so only the release build can
+  // tell.
   const double rss_after = ResidentMiB(tuttid.process().pid());
+#ifndef TUTTI_SANITIZED
   EXPECT_LT(rss_after - rss_before, 200) << rss_before << " MiB -> " << rss_after << " MiB";
+#else
+  (void)rss_after;
+  (void)rss_before;
+#endif
 }
 
 TEST(Floods, RegistrationsInALoopFromOneAddressAreLimitedAndOthersAreNot) {
