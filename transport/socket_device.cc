@@ -207,6 +207,7 @@ Status SocketDevice::ConnectTcp(int32_t set_id, int32_t self, int32_t peer, cons
                             abort_fd, who);
   if (status.ok() && challenge.magic != kChallengeMagic)
     status = Status(Code::kPeerLost, "not a tutti data-plane listener");
+  if (status.code() == Code::kShutDown || status.code() == Code::kAborted) return status;
   if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
   Hello hello = SignedHello(set_id, self, peer, challenge);
   status = WriteFully(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(), who);
@@ -245,6 +246,8 @@ Status SocketDevice::ConnectUnix(int32_t set_id, int32_t self, int32_t peer,
                             abort_fd, "rank " + std::to_string(peer) + " at @" + name);
   if (status.ok() && challenge.magic != kChallengeMagic)
     status = Status(Code::kPeerLost, "not a tutti data-plane listener");
+  // Finalize and abort are ours, not the peer's: they keep their own words.
+  if (status.code() == Code::kShutDown || status.code() == Code::kAborted) return status;
   if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
   Hello hello = SignedHello(set_id, self, peer, challenge);
   // WriteWithFds wants a blocking socket (SO_SNDTIMEO bounds it); 48 bytes never fill it anyway.

@@ -520,11 +520,21 @@ void ReportFailure(const char* label, tutti_status_t submitted, tutti_request_t*
   tutti_request_free(request);
 }
 
+// A barrier on the world: nobody finalizes before everyone got this far.
+int WorldBarrier() {
+  tutti_request_t barrier;
+  Check("barrier", tutti_barrier(rt, TUTTI_WORLD, &barrier));
+  if (Finish(barrier, "barrier") != TUTTI_OK) return 1;
+  tutti_request_free(barrier);
+  return 0;
+}
+
 // Validation failures of each kind on S={0,1,2} (rank 3 only adds S), each followed by a good op.
+// The world barrier at the end keeps rank 0 from leaving before rank 3's add was answered.
 int CollectiveErrors() {
   int32_t s_ranks[] = {0, 1, 2}, s;
   Check("add S", tutti_process_set_add(rt, s_ranks, 3, 0, &s));
-  if (my_rank == 3) return 0;
+  if (my_rank == 3) return WorldBarrier();
   const DTypeInfo& f32 = AllDTypes()[TUTTI_DTYPE_FLOAT32 - 1];
   const DTypeInfo& i32 = AllDTypes()[TUTTI_DTYPE_INT32 - 1];
   tutti_request_t request = nullptr;
@@ -565,7 +575,7 @@ int CollectiveErrors() {
   if (Finish(request, "allgather") != TUTTI_OK) return 1;
   tutti_request_free(request);
   Say("errors done");
-  return 0;
+  return WorldBarrier();
 }
 
 // A={0,1,2} and B={1,2,3}: ranks 1 and 2 submit on both in opposite orders, 24 times, cycling
