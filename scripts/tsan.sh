@@ -63,7 +63,7 @@ if [ -z "$numbers" ]; then
   exit 1
 fi
 
-reports="$PWD/$build/tsan-reports"
+reports="$(cd "$build" && pwd)/tsan-reports"
 rm -rf "$reports"
 mkdir -p "$reports"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp:log_path=$reports/report"
