@@ -64,7 +64,8 @@ struct Coordinator::Impl {
         socket(context, zmq::socket_type::router) {
     core.set_metrics(options.metrics);
     core.set_address_limits(options.max_registrations_per_second, options.registration_burst,
-                            static_cast<size_t>(options.max_rendezvous_jobs_per_address));
+                            static_cast<size_t>(options.max_rendezvous_jobs_per_address),
+                            static_cast<size_t>(options.max_rendezvous_ranks_per_address));
     if (options.curve) {
       // The ZAP endpoint must exist before the first client handshakes.
       zap = std::make_unique<ZapHandler>(context, *options.curve);

@@ -40,6 +40,7 @@ struct CoordinatorOptions {
   double max_registrations_per_second = 1000;
   double registration_burst = 4096;
   int64_t max_rendezvous_jobs_per_address = 256;
+  int64_t max_rendezvous_ranks_per_address = 1 << 17;
 
   // CURVE (docs/security.md): when set, the socket is a CURVE server and admits only listed keys.
   std::shared_ptr<const CurveServerKeys> curve;

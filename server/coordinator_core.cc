@@ -180,10 +180,25 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
            out);
     return;
   }
-  if (it == jobs_.end() && rendezvous_jobs_per_address_ != SIZE_MAX) {
-    size_t waiting = 0;
+  if (it == jobs_.end() &&
+      (rendezvous_jobs_per_address_ != SIZE_MAX || rendezvous_ranks_per_address_ != SIZE_MAX)) {
+    size_t waiting = 0, ranks = 0;
     for (const auto& [id, job] : jobs_)
-      if (!job->welcomed() && job_address_[id] == source.address) ++waiting;
+      if (!job->welcomed() && job_address_[id] == source.address) {
+        ++waiting;
+        ranks += static_cast<size_t>(job->size());
+      }
+    if (ranks + static_cast<size_t>(msg.size()) > rendezvous_ranks_per_address_) {
+      if (policy_.metrics) policy_.metrics->Limited("rendezvous_ranks_per_address");
+      return Refuse(peer, msg.job(), msg.rank(),
+                    Status(Code::kLimitExceeded,
+                           fmt::format("limit exceeded: jobs started from {} already wait for {} "
+                                       "ranks, and a job of {} more would pass tuttid's limit of "
+                                       "{} (--max-rendezvous-ranks-per-address)",
+                                       source.address, ranks, msg.size(),
+                                       rendezvous_ranks_per_address_)),
+                    out);
+    }
     if (waiting >= rendezvous_jobs_per_address_) {
       if (policy_.metrics) policy_.metrics->Limited("rendezvous_jobs_per_address");
       return Refuse(peer, msg.job(), msg.rank(),

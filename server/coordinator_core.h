@@ -47,10 +47,13 @@ class CoordinatorCore {
   void set_client_keys(const CurveServerKeys* keys) { keys_ = keys; }
   // Floods: registrations per second (and burst) from one address, and jobs one address may have
   // waiting for their rendezvous.
+  // Also the ranks those jobs declared in all, which their state is sized by.
   void set_address_limits(double registrations_per_second, double burst,
-                          size_t rendezvous_jobs_per_address) {
+                          size_t rendezvous_jobs_per_address,
+                          size_t rendezvous_ranks_per_address) {
     registrations_ = AddressLimiter(registrations_per_second, burst);
     rendezvous_jobs_per_address_ = rendezvous_jobs_per_address;
+    rendezvous_ranks_per_address_ = rendezvous_ranks_per_address;
   }
 
   // For the status page: every job, and the recent errors.
@@ -90,6 +93,7 @@ class CoordinatorCore {
   const CurveServerKeys* keys_ = nullptr;
   AddressLimiter registrations_{0, 0};
   size_t rendezvous_jobs_per_address_ = SIZE_MAX;
+  size_t rendezvous_ranks_per_address_ = SIZE_MAX;
   RecentErrors errors_;
   std::map<std::string, Member> members_;  // by routing id
   struct Tombstone {

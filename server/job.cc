@@ -67,7 +67,7 @@ Status Job::Register(const std::string& peer, const wire::Register& msg, Outbox*
   if (registrations_[msg.rank()])
     return Status(Code::kInvalidArgument,
                   fmt::format("rank {} of job '{}' is already registered", msg.rank(), id_));
-  registrations_[msg.rank()] = msg;
+  registrations_[msg.rank()] = std::make_unique<wire::Register>(msg);
   peer_of_rank_[msg.rank()] = peer;
   if (++registered_ == size_) Welcome(out);
   return Status::Ok();
@@ -278,6 +278,9 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock:
     }
     // Cache bits: bit i of byte j names slot cached_base + 8j + i.
     const std::string& bits = set.cached();
+    // Bits naming empty slots come only from a broken or hostile rank, and a frame can carry
+    // millions: one refusal per set and frame, so that answers never outgrow the question.
+    bool refused_empty_slot = false;
     for (size_t byte = 0; byte < bits.size(); ++byte)
       for (int bit = 0; bit < 8; ++bit) {
         if (!(static_cast<unsigned char>(bits[byte]) & (1u << bit))) continue;
@@ -285,9 +288,13 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock:
         counters_.set_tensors_announced_cached(counters_.tensors_announced_cached() + 1);
         std::string name;  // the tensor's, once the slot names it
         Status status = negotiator.AnnounceCached(rank, slot, &ready, now, &name);
-        if (!status.ok())
-          Refuse(rank, status, set.set_id(),
-                 name.empty() ? fmt::format("#cache-slot-{}", slot) : name, out);
+        if (status.ok()) continue;
+        if (!name.empty()) {
+          Refuse(rank, status, set.set_id(), name, out);
+        } else if (!refused_empty_slot) {
+          Refuse(rank, status, set.set_id(), fmt::format("#cache-slot-{}", slot), out);
+          refused_empty_slot = true;
+        }
       }
     // After the bits: a bit sent before the rank applied an eviction still meant the old tensor.
     negotiator.AcknowledgeEvictions(rank, set.evictions_seen());

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -111,7 +112,9 @@ class Job {
   int64_t rendezvous_timeout_ms_;
   std::string secret_;  // the data-plane handshake's key, told to the ranks at the rendezvous
   uint64_t epoch_;
-  std::vector<std::optional<wire::Register>> registrations_;  // by rank
+  // By rank; a pointer (8 bytes) rather than an optional message (136) while the job waits for
+  // its ranks, since the world size is declared by the first registrant (docs/security.md).
+  std::vector<std::unique_ptr<wire::Register>> registrations_;
   std::vector<std::string> peer_of_rank_;
   enum class RankState { kAlive, kLost, kLeft };
   std::vector<RankState> state_;

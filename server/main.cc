@@ -97,6 +97,10 @@ void DefineOptions(CLI::App& app, Settings& s) {
                  "jobs one address may have waiting for their rendezvous")
       ->capture_default_str()
       ->check(Number(false));
+  app.add_option("--max-rendezvous-ranks-per-address", o.max_rendezvous_ranks_per_address,
+                 "ranks those jobs may declare in all (tuttid keeps state for each)")
+      ->capture_default_str()
+      ->check(Number(false));
   app.add_option("--stall-warning-seconds", s.stall_warning_s,
                  "warn about tensors some ranks of a set submitted and others did not after this "
                  "long (0: never); a job's ranks may set their own (TUTTI_STALL_WARNING_SECONDS)")

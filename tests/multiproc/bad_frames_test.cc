@@ -132,6 +132,28 @@ TEST(BadFrames, UnknownCacheSlotIsRefused) {
             "-1 rank 0 announced response-cache slot 5 of process set 0, which holds no tensor of it");
 }
 
+// A frame full of bits naming empty slots gets one refusal per set, not one per bit: a 16 MiB
+// frame could otherwise make tuttid build a hundred million answers.
+TEST(BadFrames, ManyUnknownCacheSlotsGetOneRefusal) {
+  Tuttid tuttid;
+  RawClient client(tuttid.endpoint());
+  wire::Frame registration = Register(0, 1);
+  registration.mutable_register_()->set_job("bits");
+  registration.mutable_register_()->set_cache_capacity(16);
+  client.Send(Encoded(registration));
+  EXPECT_EQ(client.Refusal(), "not a refusal");  // the Welcome
+  wire::Frame announce;
+  announce.mutable_announce()->add_sets()->set_cached(std::string(4096, '\xff'));  // 32768 slots
+  client.Send(Encoded(announce));
+  EXPECT_EQ(client.Refusal(),
+            "-1 rank 0 announced response-cache slot 0 of process set 0, which holds no tensor of it");
+  // Proof that nothing else is queued: the next answer is the heartbeat's echo.
+  wire::Frame heartbeat;
+  heartbeat.mutable_heartbeat();
+  client.Send(Encoded(heartbeat));
+  EXPECT_EQ(client.Refusal(), "not a refusal");
+}
+
 TEST(BadFrames, JobsBeyondTheLimitAreRefused) {
   Tuttid tuttid({"--max-jobs", "2", "--log-level", "info"});
   std::vector<std::unique_ptr<RawClient>> clients;

@@ -130,5 +130,19 @@ TEST(Floods, JobsThatNeverCompleteAreLimitedPerAddress) {
   ExpectAllSucceed(others);
 }
 
+TEST(Floods, RanksDeclaredByWaitingJobsAreLimitedPerAddress) {
+  // tuttid keeps state for every rank a job declares, from its first registration on.
+  Tuttid tuttid({"--max-rendezvous-ranks-per-address", "1000", "--log-level", "info"});
+  const std::string flooder = FromSource(tuttid.endpoint(), "127.0.0.2");
+  RawClient first(flooder), second(flooder);
+  first.Send(Encoded(RegisterAs("wide-0", 0, 600)));
+  ASSERT_TRUE(tuttid.process().ReadUntilContaining("job 'wide-0': created", In(60)))
+      << tuttid.process().transcript();
+  second.Send(Encoded(RegisterAs("wide-1", 0, 500)));
+  EXPECT_EQ(second.Refusal(),
+            "-18 limit exceeded: jobs started from 127.0.0.2 already wait for 600 ranks, and a job "
+            "of 500 more would pass tuttid's limit of 1000 (--max-rendezvous-ranks-per-address)");
+}
+
 }  // namespace
 }  // namespace tutti::testing
