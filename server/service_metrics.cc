@@ -46,14 +46,19 @@ const char* CodeLabel(Code code) {
 
 ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
   using namespace prometheus;
-  negotiations_ = &BuildCounter()
-                       .Name("tutti_negotiations_total")
-                       .Help("Tensors whose negotiation completed, by collective kind")
-                       .Register(*registry_);
-  tensor_bytes_ = &BuildCounter()
-                       .Name("tutti_negotiated_bytes_total")
-                       .Help("Bytes of the tensors announced and negotiated, by collective kind")
-                       .Register(*registry_);
+  auto& negotiations = BuildCounter()
+                           .Name("tutti_negotiations_total")
+                           .Help("Tensors whose negotiation completed, by collective kind")
+                           .Register(*registry_);
+  auto& tensor_bytes = BuildCounter()
+                           .Name("tutti_negotiated_bytes_total")
+                           .Help("Bytes of the tensors announced and negotiated, by collective kind")
+                           .Register(*registry_);
+  for (int kind = wire::COLLECTIVE_ALLREDUCE; kind < kKinds; ++kind) {
+    const char* label = KindLabel(static_cast<wire::CollectiveKind>(kind));
+    negotiations_[kind] = &negotiations.Add({{"kind", label}});
+    tensor_bytes_[kind] = &tensor_bytes.Add({{"kind", label}});
+  }
   errors_ = &BuildCounter()
                  .Name("tutti_errors_total")
                  .Help("Errors told to ranks (refusals, failed collectives, faults), by status")
@@ -114,8 +119,11 @@ void ServiceMetrics::FrameReceived(size_t bytes) {
 }
 
 void ServiceMetrics::Negotiated(wire::CollectiveKind kind, uint64_t tensor_bytes, double seconds) {
-  negotiations_->Add({{"kind", KindLabel(kind)}}).Increment();
-  tensor_bytes_->Add({{"kind", KindLabel(kind)}}).Increment(static_cast<double>(tensor_bytes));
+  // Validation admits collective kinds only (1 to 6).
+  if (kind > 0 && kind < kKinds) {
+    negotiations_[kind]->Increment();
+    tensor_bytes_[kind]->Increment(static_cast<double>(tensor_bytes));
+  }
   negotiation_seconds_->Observe(seconds);
 }
 

@@ -47,8 +47,11 @@ class ServiceMetrics {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
-  prometheus::Family<prometheus::Counter>* negotiations_;
-  prometheus::Family<prometheus::Counter>* tensor_bytes_;
+  // By wire::CollectiveKind, made once: a labelled lookup per negotiated tensor (a map built and
+  // a lock taken) would cost more than the negotiation itself.
+  static constexpr int kKinds = 7;
+  std::array<prometheus::Counter*, kKinds> negotiations_{};
+  std::array<prometheus::Counter*, kKinds> tensor_bytes_{};
   prometheus::Family<prometheus::Counter>* errors_;
   prometheus::Family<prometheus::Counter>* stalls_;
   prometheus::Family<prometheus::Counter>* limited_;
