@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
+#include <zmq_addon.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -120,14 +122,9 @@ struct Coordinator::Impl {
     std::vector<zmq::message_t> parts;
     for (int handled = 0; handled < kMaxBatch; ++handled) {
       parts.clear();
-      zmq::message_t part;
-      if (!socket.recv(part, zmq::recv_flags::dontwait)) return;
-      parts.push_back(std::move(part));
-      while (parts.back().more()) {
-        zmq::message_t next;
-        (void)socket.recv(next, zmq::recv_flags::none);
-        parts.push_back(std::move(next));
-      }
+      // A message's parts arrive together: once the first is here, so are the others.
+      if (!zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait))
+        return;
       if (parts.size() != 2) {
         spdlog::warn("refused a message of {} frames", parts.size() - 1);
         Outgoing refusal{parts[0].to_string(), {}};

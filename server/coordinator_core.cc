@@ -23,6 +23,13 @@ std::string NewJobSecret() {
   return secret;
 }
 
+Outgoing RefusalTo(const std::string& peer, const Status& status) {
+  Outgoing o{peer, {}};
+  o.frame.mutable_refusal()->mutable_error()->set_code(static_cast<int32_t>(status.code()));
+  o.frame.mutable_refusal()->mutable_error()->set_message(status.message());
+  return o;
+}
+
 }  // namespace
 
 CoordinatorCore::CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch,
@@ -38,10 +45,14 @@ void CoordinatorCore::Refuse(const std::string& peer, const std::string& job, in
                              const Status& status, Outbox* out) {
   if (policy_.metrics) policy_.metrics->Error(status.code());
   errors_.Add(job, rank, status);
-  Outgoing o{peer, {}};
-  o.frame.mutable_refusal()->mutable_error()->set_code(static_cast<int32_t>(status.code()));
-  o.frame.mutable_refusal()->mutable_error()->set_message(status.message());
-  out->push_back(std::move(o));
+  out->push_back(RefusalTo(peer, status));
+}
+
+void CoordinatorCore::RefuseLimited(const std::string& limit, const std::string& peer,
+                                    const wire::Register& msg, const std::string& message,
+                                    Outbox* out) {
+  if (policy_.metrics) policy_.metrics->Limited(limit);
+  Refuse(peer, msg.job(), msg.rank(), Status(Code::kLimitExceeded, message), out);
 }
 
 void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t size,
@@ -61,11 +72,7 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
   if (member == members_.end()) {
     auto tombstone = evicted_.find(peer);
     if (tombstone != evicted_.end()) {
-      Outgoing o{peer, {}};
-      o.frame.mutable_refusal()->mutable_error()->set_code(
-          static_cast<int32_t>(tombstone->second.status.code()));
-      o.frame.mutable_refusal()->mutable_error()->set_message(tombstone->second.status.message());
-      out->push_back(std::move(o));
+      out->push_back(RefusalTo(peer, tombstone->second.status));  // told already: not counted
       return;
     }
     if (frame.epoch() != 0 && frame.epoch() != epoch_) {
@@ -159,26 +166,20 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
                     out);
     }
   }
-  if (!registrations_.Allow(source.address, now)) {
-    if (policy_.metrics) policy_.metrics->Limited("registrations_per_address");
-    return Refuse(peer, msg.job(), msg.rank(),
-                  Status(Code::kLimitExceeded,
-                         fmt::format("limit exceeded: too many registrations from {} (at most {} a "
-                                     "second, tuttid --max-registrations-per-second); retry later",
-                                     source.address, registrations_.rate())),
-                  out);
-  }
+  if (!registrations_.Allow(source.address, now))
+    return RefuseLimited("registrations_per_address", peer, msg,
+                         fmt::format("limit exceeded: too many registrations from {} (at most {} "
+                                     "a second, tuttid --max-registrations-per-second); retry later",
+                                     source.address, registrations_.rate()),
+                         out);
   auto it = jobs_.find(msg.job());
   if (it == jobs_.end() && jobs_.size() >= max_jobs_) {
     spdlog::warn("refused job '{}': already serving {} jobs", msg.job(), jobs_.size());
-    if (policy_.metrics) policy_.metrics->Limited("jobs");
-    Refuse(peer, msg.job(), msg.rank(),
-           Status(Code::kLimitExceeded,
-                  fmt::format("limit exceeded: tuttid already serves {} jobs, its limit "
-                              "(--max-jobs)",
-                              max_jobs_)),
-           out);
-    return;
+    return RefuseLimited(
+        "jobs", peer, msg,
+        fmt::format("limit exceeded: tuttid already serves {} jobs, its limit (--max-jobs)",
+                    max_jobs_),
+        out);
   }
   if (it == jobs_.end() &&
       (rendezvous_jobs_per_address_ != SIZE_MAX || rendezvous_ranks_per_address_ != SIZE_MAX)) {
@@ -188,27 +189,21 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
         ++waiting;
         ranks += static_cast<size_t>(job->size());
       }
-    if (ranks + static_cast<size_t>(msg.size()) > rendezvous_ranks_per_address_) {
-      if (policy_.metrics) policy_.metrics->Limited("rendezvous_ranks_per_address");
-      return Refuse(peer, msg.job(), msg.rank(),
-                    Status(Code::kLimitExceeded,
+    if (ranks + static_cast<size_t>(msg.size()) > rendezvous_ranks_per_address_)
+      return RefuseLimited("rendezvous_ranks_per_address", peer, msg,
                            fmt::format("limit exceeded: jobs started from {} already wait for {} "
                                        "ranks, and a job of {} more would pass tuttid's limit of "
                                        "{} (--max-rendezvous-ranks-per-address)",
                                        source.address, ranks, msg.size(),
-                                       rendezvous_ranks_per_address_)),
-                    out);
-    }
-    if (waiting >= rendezvous_jobs_per_address_) {
-      if (policy_.metrics) policy_.metrics->Limited("rendezvous_jobs_per_address");
-      return Refuse(peer, msg.job(), msg.rank(),
-                    Status(Code::kLimitExceeded,
+                                       rendezvous_ranks_per_address_),
+                           out);
+    if (waiting >= rendezvous_jobs_per_address_)
+      return RefuseLimited("rendezvous_jobs_per_address", peer, msg,
                            fmt::format("limit exceeded: {} already started {} jobs whose ranks "
                                        "have not all joined (tuttid "
                                        "--max-rendezvous-jobs-per-address)",
-                                       source.address, waiting)),
-                    out);
-    }
+                                       source.address, waiting),
+                           out);
   }
   if (it == jobs_.end()) {
     const int64_t timeout = msg.rendezvous_timeout_ms() > 0 ? msg.rendezvous_timeout_ms()

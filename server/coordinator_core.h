@@ -78,8 +78,12 @@ class CoordinatorCore {
 
   void HandleRegister(const Source& source, const wire::Register& msg, Clock::time_point now,
                       Outbox* out);
+  // Refuses `peer` (counted in the metrics and the recent errors).
   void Refuse(const std::string& peer, const std::string& job, int32_t rank, const Status& status,
               Outbox* out);
+  // A registration past flood limit `limit` (the metrics' label): kLimitExceeded with `message`.
+  void RefuseLimited(const std::string& limit, const std::string& peer, const wire::Register& msg,
+                     const std::string& message, Outbox* out);
   void DropJob(const std::string& id);
   // Moves the ranks `job` declared lost from members_ to evicted_.
   void CollectEvicted(Job& job);

@@ -2,7 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <iterator>
 #include <vector>
+
+#include <zmq_addon.hpp>
 
 namespace tutti::server {
 
@@ -16,14 +19,7 @@ void ZapHandler::HandleRequests() {
   while (true) {
     // version, request id, domain, address, identity, mechanism, credentials...
     std::vector<zmq::message_t> parts;
-    zmq::message_t part;
-    if (!socket_.recv(part, zmq::recv_flags::dontwait)) return;
-    parts.push_back(std::move(part));
-    while (parts.back().more()) {
-      zmq::message_t next;
-      (void)socket_.recv(next, zmq::recv_flags::none);
-      parts.push_back(std::move(next));
-    }
+    if (!zmq::recv_multipart(socket_, std::back_inserter(parts), zmq::recv_flags::dontwait)) return;
     std::string status = "400", text = "malformed ZAP request", user_id;
     if (parts.size() >= 7 && parts[0].to_string_view() == "1.0" &&
         parts[5].to_string_view() == "CURVE" && parts[6].size() == 32) {
