@@ -22,7 +22,7 @@ from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, Duplic
                      TimeoutError, TuttiError, UnknownSetError, UnsupportedError,
                      VersionMismatchError)
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)

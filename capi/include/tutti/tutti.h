@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 3
+#define TUTTI_VERSION_MINOR 4
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -58,6 +58,7 @@ typedef int32_t tutti_status_t;
 #define TUTTI_ERR_UNSUPPORTED (-16)
 #define TUTTI_ERR_EVICTED (-17)
 #define TUTTI_ERR_LIMIT_EXCEEDED (-18)
+#define TUTTI_ERR_DEVICE_UNAVAILABLE (-19)
 
 /* ---- data types, reduce ops, devices ------------------------------------------------------- */
 #define TUTTI_DTYPE_FLOAT16 1
@@ -87,8 +88,29 @@ typedef struct tutti_request* tutti_request_t;
 
 /* ---- tensors ------------------------------------------------------------------------------- */
 /* Describes caller-owned memory. The shape array is copied at submission. The data must stay
- * valid until the request completes. `stream` is an opaque device stream (cudaStream_t for CUDA
- * tensors), unused for CPU tensors. */
+ * valid until the request completes.
+ *
+ * Device tensors (device_type TUTTI_DEVICE_CUDA, docs/gpu.md). `data` is device memory of CUDA
+ * device `device_index` (as this process numbers its visible devices) and `stream` the
+ * cudaStream_t that produces it (NULL: the legacy default stream). The rules:
+ *  - Producer order: at submission the library records an event on `stream` and orders all its
+ *    work on the tensor after it. The call does not wait for the GPU and does not synchronize the
+ *    device: work queued on `stream` before the call is seen, work queued after it is not.
+ *  - The output of an allreduce, a broadcast or a recv may be written until the request
+ *    completes; do not touch it (from any stream) before then.
+ *  - Completion: tutti_request_wait()/tutti_request_test() report completion once the device
+ *    work finished (the host waits). tutti_request_stream_wait() instead makes a stream of the
+ *    caller wait on the GPU: the host waits only for negotiation, not for the transfer.
+ *  - Results the library allocates (allgather, reducescatter, alltoall) of a device tensor live
+ *    in device memory of the same device, allocated and freed by the library (not by the
+ *    init options' allocator).
+ *  - All members must use device tensors for NCCL to carry a collective; a set whose members mix
+ *    host and device tensors, or where two members share one GPU, is served through pinned host
+ *    memory and the CPU transports instead (one warning per set).
+ *  - A device tensor fails with TUTTI_ERR_DEVICE_UNAVAILABLE when the library was built without
+ *    GPU support, its GPU module or the CUDA/NCCL libraries cannot be loaded, or the device does
+ *    not exist; tutti_device_check() tells in advance.
+ * `stream` is unused for CPU tensors. */
 typedef struct tutti_tensor {
   size_t struct_size;
   void* data;
@@ -328,9 +350,26 @@ TUTTI_API tutti_status_t tutti_request_output_at(tutti_request_t request, int32_
 TUTTI_API tutti_status_t tutti_request_received_splits(tutti_request_t request, int64_t* splits,
                                                        int32_t capacity, int32_t* count);
 
+/* Device requests: makes `stream` (a cudaStream_t of the request's device; NULL: the legacy
+ * default stream) wait on the GPU for the request's device work. The host waits at most
+ * `timeout_ms` (< 0: the runtime's timeout) for the work to be queued, i.e. for the collective to
+ * be negotiated and launched, but not for the transfer itself. Returns TUTTI_OK once `stream` is
+ * ordered after the work, the request's error if it failed first, or TUTTI_ERR_TIMEOUT. For a
+ * CPU request it behaves as tutti_request_wait(). */
+TUTTI_API tutti_status_t tutti_request_stream_wait(tutti_request_t request, void* stream,
+                                                   int64_t timeout_ms);
+
 /* Releases the handle. A pending request keeps running and still writes its output: buffers must
  * stay valid until it completes or the runtime is finalized. */
 TUTTI_API tutti_status_t tutti_request_free(tutti_request_t request);
+
+/* ---- devices ------------------------------------------------------------------------------- */
+/* TUTTI_OK if tensors on (`device_type`, `device_index`) can be used by this process: always for
+ * TUTTI_DEVICE_CPU; for TUTTI_DEVICE_CUDA it loads the GPU module (once) and checks the device.
+ * Otherwise TUTTI_ERR_DEVICE_UNAVAILABLE, with the reason in tutti_last_error() (built without
+ * GPU support, module or CUDA/NCCL libraries not loadable, no CUDA device, no such device), or
+ * TUTTI_ERR_INVALID_ARGUMENT for an unknown device type or a negative index. Needs no runtime. */
+TUTTI_API tutti_status_t tutti_device_check(int32_t device_type, int32_t device_index);
 
 /* ---- observability ------------------------------------------------------------------------- */
 /* What this rank's runtime did since tutti_init. Monotonic counters; compare two readings. */
