@@ -10,6 +10,7 @@
 #include <string>
 
 #include "capi/status_text.h"
+#include "client/gpu_module_loader.h"
 #include "client/runtime.h"
 #include "tutti/tutti.h"
 
@@ -45,6 +46,7 @@ TUTTI_SAME_CODE(TUTTI_ERR_SET_REMOVED, kSetRemoved);
 TUTTI_SAME_CODE(TUTTI_ERR_UNSUPPORTED, kUnsupported);
 TUTTI_SAME_CODE(TUTTI_ERR_EVICTED, kEvicted);
 TUTTI_SAME_CODE(TUTTI_ERR_LIMIT_EXCEEDED, kLimitExceeded);
+TUTTI_SAME_CODE(TUTTI_ERR_DEVICE_UNAVAILABLE, kDeviceUnavailable);
 #undef TUTTI_SAME_CODE
 
 tutti_status_t Report(const Status& status) {
@@ -109,6 +111,7 @@ tutti_status_t ReadTensor(const tutti_tensor_t* given, const char* what, client:
   out->shape.assign(t.shape, t.shape + t.ndim);
   out->device_type = t.device_type;
   out->device_index = t.device_index;
+  out->stream = t.stream;
   return TUTTI_OK;
 }
 
@@ -559,8 +562,9 @@ static tutti_status_t FillOutput(client::Request& r, tutti_tensor_t* output) {
   output->dtype = r.operation().spec.dtype();
   output->ndim = static_cast<int32_t>(result->shape.size());
   output->shape = result->shape.data();
-  output->device_type = TUTTI_DEVICE_CPU;
-  output->device_index = 0;
+  // Device requests leave their results in device memory of the input's device.
+  output->device_type = r.operation().spec.device_type();
+  output->device_index = r.operation().spec.device_index();
   output->stream = nullptr;
   return TUTTI_OK;
 }
@@ -629,6 +633,47 @@ TUTTI_API tutti_status_t tutti_request_wait(tutti_request_t request, int64_t tim
                                          std::to_string(timeout_ms) +
                                          " ms; the request is still pending");
     return Settled(*status);
+  });
+}
+
+TUTTI_API tutti_status_t tutti_request_stream_wait(tutti_request_t request, void* stream,
+                                                   int64_t timeout_ms) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_REQUEST(request);
+    if (timeout_ms < 0) timeout_ms = request->default_timeout_ms;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    auto& r = *request->request;
+    std::vector<client::Request*> parts;
+    if (r.children().empty())
+      parts.push_back(&r);
+    else
+      for (const auto& child : r.children()) parts.push_back(child.get());
+    for (client::Request* part : parts) {
+      std::shared_ptr<gpu::Event> done;
+      auto status = part->WaitQueued(deadline, &done);
+      if (!status)
+        return Fail(TUTTI_ERR_TIMEOUT, "'" + r.name() + "' was not queued on the device within " +
+                                           std::to_string(timeout_ms) +
+                                           " ms; the request is still pending");
+      if (!status->ok()) return Report(*status);
+      if (done == nullptr) continue;  // a host request, or one that completed without device work
+      gpu::Module* module;
+      Status loaded = client::LoadGpuModule(&module);
+      if (!loaded.ok()) return Report(loaded);
+      Status ordered = module->StreamWait(stream, *done);
+      if (!ordered.ok()) return Report(ordered);
+    }
+    return TUTTI_OK;
+  });
+}
+
+TUTTI_API tutti_status_t tutti_device_check(int32_t device_type, int32_t device_index) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    if (device_index < 0) return Invalid("device_index is negative");
+    if (device_type == TUTTI_DEVICE_CPU) return TUTTI_OK;
+    if (device_type != TUTTI_DEVICE_CUDA)
+      return Invalid("unknown device type " + std::to_string(device_type));
+    return Report(client::CheckCudaDevice(device_index));
   });
 }
 

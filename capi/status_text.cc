@@ -29,6 +29,7 @@ const char* StatusString(tutti_status_t status) {
     case TUTTI_ERR_SET_REMOVED: return "set removed: the process set was removed while the request was pending";
     case TUTTI_ERR_UNSUPPORTED: return "unsupported: this build or this machine cannot do that";
     case TUTTI_ERR_LIMIT_EXCEEDED: return "limit exceeded: tuttid refused the request to protect itself and other jobs (too many pending tensors, jobs or registrations); see the message for the limit and its setting";
+    case TUTTI_ERR_DEVICE_UNAVAILABLE: return "device unavailable: this process cannot use the tensor's device (library built without GPU support, GPU module or CUDA/NCCL libraries not loadable, or no such device); tutti_last_error() says which, tutti_device_check() tests in advance";
     case TUTTI_ERR_EVICTED: return "evicted: the coordinator declared this rank lost after it stopped responding; it cannot rejoin the job, restart it";
     default: return "unknown status: not a tutti status code";
   }

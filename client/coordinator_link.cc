@@ -190,6 +190,20 @@ void CoordinatorLink::SendAbort() {
   Wake();
 }
 
+void CoordinatorLink::SendCommId(int32_t set_id, int32_t group, const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!registered_ || !dead_.ok()) return;  // the set fails with the link's status
+    wire::Frame frame;
+    auto* comm_id = frame.mutable_comm_id();
+    comm_id->set_set_id(set_id);
+    comm_id->set_device_group(group);
+    comm_id->set_id(id);
+    outbox_.push_back(wire::Encode(frame, epoch_));
+  }
+  Wake();
+}
+
 void CoordinatorLink::Flush(bool announcements) {
   std::vector<std::string> frames;
   {
@@ -263,6 +277,9 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
     }
     case wire::Frame::kFault:
       callbacks_.on_fault(frame.fault());
+      return;
+    case wire::Frame::kCommId:
+      if (callbacks_.on_comm_id) callbacks_.on_comm_id(frame.comm_id());
       return;
     default:
       return;  // nothing else is sent to ranks

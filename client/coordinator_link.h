@@ -38,6 +38,8 @@ class CoordinatorLink {
     std::function<void(wire::Execute&)> on_execute;
     std::function<void(const wire::Refusal&)> on_tensor_refused;
     std::function<void(const wire::Fault&)> on_fault;
+    // An NCCL unique id relayed from a set's first member.
+    std::function<void(const wire::CommId&)> on_comm_id;
     // The link is dead for good: coordinator lost, this rank evicted, or tuttid restarted.
     std::function<void(const Status&)> on_dead;
   };
@@ -69,6 +71,8 @@ class CoordinatorLink {
 
   // Tells tuttid that the application aborted this rank. Fire and forget.
   void SendAbort();
+  // Sends the NCCL unique id of (set, group) for tuttid to relay to the set's other members.
+  void SendCommId(int32_t set_id, int32_t group, const std::string& id);
 
  private:
   void Run();

@@ -53,39 +53,10 @@ Status FusedAllreduce(const RingArgs& ring, const std::vector<FusedPart>& parts,
   return Status::Ok();
 }
 
-// Allgather and reducescatter: member-major, so that each member's chunk is contiguous. Chunk j
-// holds, tensor after tensor, the rows of each tensor that belong to member j.
-struct MemberMajor {
-  ChunkLayout chunks;
-  std::vector<std::vector<size_t>> offset;  // [part][member]: byte offset inside the buffer
-  std::vector<std::vector<int64_t>> rows;   // [part][member]
-  std::vector<size_t> row_bytes;            // [part]
-};
-
-MemberMajor Layout(const std::vector<FusedPart>& parts, size_t n, bool reducescatter) {
-  MemberMajor m;
-  for (const auto& part : parts) {
-    const auto& spec = part.request->operation().spec;
-    m.row_bytes.push_back(RowBytes(spec));
-    m.rows.push_back(reducescatter ? ReducescatterRows(spec.shape(0), n) : part.member_rows);
-  }
-  m.offset.assign(parts.size(), std::vector<size_t>(n));
-  size_t at = 0;
-  for (size_t j = 0; j < n; ++j) {
-    m.chunks.begin.push_back(at);
-    for (size_t p = 0; p < parts.size(); ++p) {
-      m.offset[p][j] = at;
-      at += static_cast<size_t>(m.rows[p][j]) * m.row_bytes[p];
-    }
-    m.chunks.size.push_back(at - m.chunks.begin.back());
-  }
-  return m;
-}
-
 Status FusedAllgather(const RingArgs& ring, const std::vector<FusedPart>& parts,
                       std::vector<char>* buffer, const PhaseObserver& observe) {
   const size_t n = ring.members->size(), self = IndexOf(*ring.members, ring.self);
-  const MemberMajor m = Layout(parts, n, false);
+  const MemberMajor m = MemberMajorLayout(parts, n, false);
   const size_t total = m.chunks.begin.back() + m.chunks.size.back();
   if (buffer->size() < total) buffer->resize(total);
 
@@ -126,7 +97,7 @@ Status FusedReducescatter(const RingArgs& ring, const std::vector<FusedPart>& pa
   const auto op = static_cast<ReduceOp>(first.reduce_op());
   const size_t element = ElementSize(dtype);
   const size_t n = ring.members->size(), self = IndexOf(*ring.members, ring.self);
-  const MemberMajor m = Layout(parts, n, true);
+  const MemberMajor m = MemberMajorLayout(parts, n, true);
   const size_t total = m.chunks.begin.back() + m.chunks.size.back();
   if (buffer->size() < total) buffer->resize(total);
 
@@ -163,6 +134,26 @@ Status FusedReducescatter(const RingArgs& ring, const std::vector<FusedPart>& pa
 }
 
 }  // namespace
+
+MemberMajor MemberMajorLayout(const std::vector<FusedPart>& parts, size_t n, bool reducescatter) {
+  MemberMajor m;
+  for (const auto& part : parts) {
+    const auto& spec = part.request->operation().spec;
+    m.row_bytes.push_back(RowBytes(spec));
+    m.rows.push_back(reducescatter ? ReducescatterRows(spec.shape(0), n) : part.member_rows);
+  }
+  m.offset.assign(parts.size(), std::vector<size_t>(n));
+  size_t at = 0;
+  for (size_t j = 0; j < n; ++j) {
+    m.chunks.begin.push_back(at);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      m.offset[p][j] = at;
+      at += static_cast<size_t>(m.rows[p][j]) * m.row_bytes[p];
+    }
+    m.chunks.size.push_back(at - m.chunks.begin.back());
+  }
+  return m;
+}
 
 Status RunFused(const RingArgs& ring, const std::vector<FusedPart>& parts,
                 std::vector<char>* buffer, const PhaseObserver& observe) {

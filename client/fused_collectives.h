@@ -17,7 +17,20 @@ namespace tutti::client {
 struct FusedPart {
   std::shared_ptr<Request> request;
   std::vector<int64_t> member_rows;  // allgather: each member's rows of this tensor
+  // The coordinator's choice for the whole collective (the same on every part).
+  wire::DevicePath device_path = wire::DEVICE_PATH_HOST;
+  int32_t device_group = 0;
 };
+
+// Allgather and reducescatter fuse member-major, so that each member's chunk is contiguous: chunk
+// j holds, tensor after tensor, the rows of each tensor that belong to member j.
+struct MemberMajor {
+  ChunkLayout chunks;
+  std::vector<std::vector<size_t>> offset;  // [part][member]: byte offset inside the buffer
+  std::vector<std::vector<int64_t>> rows;   // [part][member]
+  std::vector<size_t> row_bytes;            // [part]
+};
+MemberMajor MemberMajorLayout(const std::vector<FusedPart>& parts, size_t n, bool reducescatter);
 
 // Called at the end of each phase (COPY_IN, the collective, COPY_OUT) with its start time.
 using PhaseObserver = std::function<void(const char* phase, Timeline::WallClock::time_point start)>;

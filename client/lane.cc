@@ -1,5 +1,6 @@
 #include "client/lane.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <nlohmann/json.hpp>
@@ -18,14 +19,15 @@ std::string ToUpper(std::string text) {
 
 Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
            std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
-           Counters* counters, Timeline* timeline)
+           Counters* counters, Timeline* timeline, CommIdRelay relay)
     : set_id_(set_id),
       members_(std::move(members)),
       self_(self),
       context_(std::move(context)),
       step_timeout_(step_timeout),
       counters_(counters),
-      timeline_(timeline) {
+      timeline_(timeline),
+      relay_(std::move(relay)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -75,11 +77,50 @@ void Lane::Run() {
   }
 }
 
+Status Lane::ExecuteOnDevice(const RingArgs& ring, Work& work) {
+  const auto& spec = work.front().request->operation().spec;
+  DeviceArgs args;
+  args.set_id = set_id_;
+  args.members = &members_;
+  args.self = self_;
+  args.timeout = step_timeout_;
+  args.interrupted = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return interrupted_;
+  };
+  args.publish_comm_id = relay_.publish;
+  args.await_comm_id = relay_.await;
+  args.synchronous_phases = timeline_->on();
+  args.state = &device_state_;
+  const bool fused = work.size() > 1;
+  const auto observe = [&](const char* phase, auto began) {
+    if (fused) timeline_->Span(set_id_, phase, began);
+  };
+  const bool nccl = work.front().device_path == wire::DEVICE_PATH_NCCL;
+  const auto start = Timeline::WallClock::now();
+  Status status = nccl ? RunNcclCollective(args, work, observe)
+                       : RunStagedCollective(args, ring, work, &fusion_buffer_, observe);
+  if (timeline_->on()) {
+    nlohmann::json names = nlohmann::json::array();
+    for (const auto& part : work) names.push_back(part.request->name());
+    timeline_->Span(set_id_,
+                    std::string(fused ? "FUSED " : "") + ToUpper(wire::KindName(spec.kind())) +
+                        (nccl ? " (NCCL)" : " (STAGED)"),
+                    start, {{"tensors", std::move(names)}});
+  }
+  return status;
+}
+
 Status Lane::Execute(Work& work) {
   const RingArgs ring{context_.get(), &members_, self_, step_timeout_, &scratch_};
   const auto& spec = work.front().request->operation().spec;
   Status status;
-  if (work.size() == 1) {
+  const bool on_device = std::any_of(work.begin(), work.end(), [](const FusedPart& part) {
+    return part.request->operation().spec.device_type() != 0;
+  });
+  if (on_device) {
+    status = ExecuteOnDevice(ring, work);
+  } else if (work.size() == 1) {
     const auto start = Timeline::WallClock::now();
     status = RunCollective(ring, *work.front().request, work.front().member_rows);
     if (timeline_->on())

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "client/counters.h"
+#include "client/device_collectives.h"
 #include "client/fused_collectives.h"
 #include "client/request.h"
 #include "common/timeline.h"
@@ -21,10 +22,17 @@ namespace tutti::client {
 
 class Lane {
  public:
+  // How device collectives reach tuttid to relay NCCL unique ids (DeviceArgs).
+  struct CommIdRelay {
+    std::function<void(int32_t group, const std::string& id)> publish;
+    std::function<Status(int32_t group, gpu::Deadline deadline, const gpu::Interrupt& interrupted,
+                       std::string* id)> await;
+  };
+
   // `counters` and `timeline` outlive the lane.
   Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
        std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
-       Counters* counters, Timeline* timeline);
+       Counters* counters, Timeline* timeline, CommIdRelay relay);
   // Runs what is still queued, then joins the thread. Every member released the same queue, so
   // draining it keeps the members in step when a set is removed; at finalize the device is shut
   // down first and each queued collective fails at once with kShutDown.
@@ -37,7 +45,16 @@ class Lane {
   const std::vector<int32_t>& members() const { return members_; }
 
   // Wakes the collective in progress and fails it, and every later one, with `status`. Any thread.
-  void Abort(const Status& status) { context_->Abort(status); }
+  void Abort(const Status& status) {
+    Interrupt(status);
+    context_->Abort(status);
+  }
+  // Stops device work only (host collectives stop through the transport device): a wait on the
+  // GPU or on a communicator returns `status`. Any thread.
+  void Interrupt(const Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (interrupted_.ok()) interrupted_ = status;
+  }
 
   // The backend and traffic with global rank `peer`. Any thread.
   transport::PeerStats PeerStats(int32_t peer) const { return context_->Stats(peer); }
@@ -54,6 +71,7 @@ class Lane {
 
   void Run();
   Status Execute(Work& work);
+  Status ExecuteOnDevice(const RingArgs& ring, Work& work);
 
   const int32_t set_id_;
   const std::vector<int32_t> members_;
@@ -65,12 +83,15 @@ class Lane {
   std::vector<char> scratch_;
   std::vector<char> fusion_buffer_;  // lane thread only; grows to the largest fused collective
   std::string peer_lost_cause_;  // lane thread only
+  const CommIdRelay relay_;
+  DeviceLaneState device_state_;  // lane thread only; destroyed with the lane, after the thread
 
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::deque<Work> queue_;
   bool stopping_ = false;
   Status broken_;
+  Status interrupted_;  // why device waits stop (Abort, Interrupt)
   std::thread thread_;
 };
 

@@ -42,6 +42,23 @@ void Request::Complete(Status status) {
   if (auto parent = parent_.lock()) parent->ChildDone(status);
 }
 
+void Request::SetDeviceWork(std::shared_ptr<gpu::Event> done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    device_work_ = std::move(done);
+  }
+  done_cv_.notify_all();
+}
+
+std::optional<Status> Request::WaitQueued(std::chrono::steady_clock::time_point deadline,
+                                          std::shared_ptr<gpu::Event>* done) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!done_cv_.wait_until(lock, deadline, [this] { return done_ || device_work_ != nullptr; }))
+    return std::nullopt;
+  *done = device_work_;
+  return done_ ? status_ : Status::Ok();
+}
+
 std::optional<Status> Request::Test() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!done_) return std::nullopt;

@@ -15,6 +15,7 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "client/result_buffer.h"
+#include "gpu/module_api.h"
 #include "proto/protocol.h"
 
 namespace tutti::client {
@@ -27,6 +28,9 @@ class Request {
     const void* input = nullptr;
     void* output = nullptr;  // caller-owned (allreduce, broadcast); null where the result is ours
     size_t count = 0;        // input elements
+    // Device tensors: recorded on the producer's stream at submission; the collective runs
+    // after it (docs/gpu.md).
+    std::shared_ptr<gpu::Event> ready;
   };
 
   // What allgather, reducescatter and alltoall produce: the request owns it. Written by the lane
@@ -63,6 +67,15 @@ class Request {
   // before the request is shared.
   void set_observer(std::function<void(const Status&)> observer) { observer_ = std::move(observer); }
 
+  // Device requests: the lane publishes the event that ends the request's device work once that
+  // work is queued, before it host-waits for it, so that tutti_request_stream_wait() can order a
+  // stream after it without the host waiting for the transfer.
+  void SetDeviceWork(std::shared_ptr<gpu::Event> done);
+  // Waits until the device work is queued (`*done` set; returns ok) or the request completed
+  // (its status; `*done` as published, possibly null); nullopt at `deadline`.
+  std::optional<Status> WaitQueued(std::chrono::steady_clock::time_point deadline,
+                                   std::shared_ptr<gpu::Event>* done) const;
+
   // kOk or the error once done; nullopt while pending.
   std::optional<Status> Test() const;
 
@@ -84,6 +97,7 @@ class Request {
   bool done_ = false;
   bool completing_ = false;
   Status status_;
+  std::shared_ptr<gpu::Event> device_work_;  // guarded by mu_
   std::function<void(const Status&)> observer_;
 };
 

@@ -35,6 +35,15 @@ class ResultBuffer {
     return true;
   }
 
+  // Takes `data` (`bytes` long, allocated elsewhere, e.g. device memory), to be given back
+  // through `owner`'s deallocate.
+  void Adopt(void* data, size_t bytes, const Allocator& owner) {
+    Release();
+    allocator_ = owner;
+    data_ = static_cast<char*>(data);
+    size_ = bytes;
+  }
+
   char* data() const { return data_; }
   size_t size() const { return size_; }
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/gpu_module_loader.h"
 #include "client/reduce.h"
 #include "transport/handshake.h"
 
@@ -20,6 +21,14 @@ std::chrono::milliseconds Ms(int64_t ms) { return std::chrono::milliseconds(ms);
 
 Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
 
+// tutti.h's TUTTI_DEVICE_* (client/ does not include the public header).
+constexpr int32_t TUTTI_DEVICE_TYPE_CPU = 0;
+constexpr int32_t TUTTI_DEVICE_TYPE_CUDA = 1;
+
+std::string DeviceName(const TensorArgs& t) {
+  return t.device_type == TUTTI_DEVICE_TYPE_CUDA ? "cuda:" + std::to_string(t.device_index) : "cpu";
+}
+
 Status CheckTensor(const char* which, const TensorArgs& t, size_t* count) {
   if (t.data == nullptr && !t.shape.empty()) {
     int64_t elements = 1;
@@ -28,9 +37,17 @@ Status CheckTensor(const char* which, const TensorArgs& t, size_t* count) {
   }
   if (!IsValidDType(t.dtype))
     return Invalid(std::string(which) + " tensor has unknown dtype " + std::to_string(t.dtype));
-  if (t.device_type != 0)
-    return Status(Code::kUnsupported, std::string(which) +
-                                          " tensor is on a device; this build runs CPU tensors only");
+  if (t.device_type == TUTTI_DEVICE_TYPE_CUDA) {
+    if (t.device_index < 0)
+      return Invalid(std::string(which) + " tensor has device index " + std::to_string(t.device_index));
+    Status usable = CheckCudaDevice(t.device_index);
+    if (!usable.ok())
+      return Status(usable.code(), std::string(which) + " tensor is on cuda:" +
+                                       std::to_string(t.device_index) + ": " + usable.message());
+  } else if (t.device_type != TUTTI_DEVICE_TYPE_CPU) {
+    return Invalid(std::string(which) + " tensor has unknown device type " +
+                   std::to_string(t.device_type));
+  }
   int64_t elements = 1;
   for (int64_t d : t.shape) {
     if (d < 0) return Invalid(std::string(which) + " tensor has a negative dimension");
@@ -65,6 +82,9 @@ Status Runtime::Join() {
         CoordinatorLink::Callbacks{[this](wire::Execute& e) { OnExecute(e); },
                                    [this](const wire::Refusal& r) { OnTensorRefused(r); },
                                    [this](const wire::Fault& f) { OnFault(f); },
+                                   [this](const wire::CommId& c) {
+                                     comm_ids_.Put(c.set_id(), c.device_group(), c.id());
+                                   },
                                    [this](const Status& s) { OnDead(s); }},
         &counters_, options_.cycle_time, options_.curve);
   } catch (const zmq::error_t& e) {
@@ -119,13 +139,18 @@ Runtime::~Runtime() {
   }
   // Order matters: stop hearing from the coordinator, unblock lanes stuck in the data plane, join
   // them, then fail whatever never reached a lane.
-  link_.reset();
+  {
+    std::lock_guard<std::mutex> lock(link_mu_);  // a lane may be relaying an NCCL id
+    link_.reset();
+  }
   if (device_) device_->Shutdown();
   std::map<int32_t, std::unique_ptr<Lane>> lanes;
   {
     std::lock_guard<std::mutex> lock(mu_);
     lanes.swap(lanes_);
   }
+  // Device waits do not go through the transport device: stop them too.
+  for (auto& [id, lane] : lanes) lane->Interrupt(Status(Code::kShutDown, "the runtime is shutting down"));
   lanes.clear();
   p2p_.reset();
   std::vector<int32_t> sets;
@@ -171,9 +196,18 @@ Status Runtime::PeerStats(int32_t set_id, int32_t peer, transport::PeerStats* st
 }
 
 void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks) {
+  Lane::CommIdRelay relay{
+      [this, set_id](int32_t group, const std::string& id) {
+        std::lock_guard<std::mutex> lock(link_mu_);
+        if (link_) link_->SendCommId(set_id, group, id);
+      },
+      [this, set_id](int32_t group, gpu::Deadline deadline, const gpu::Interrupt& interrupted,
+                     std::string* id) {
+        return comm_ids_.Take(set_id, group, deadline, interrupted, id);
+      }};
   auto lane = std::make_unique<Lane>(set_id, ranks, options_.rank,
                                      device_->CreateContext(set_id, options_.rank, routes_),
-                                     Ms(options_.timeout_ms), &counters_, &timeline_);
+                                     Ms(options_.timeout_ms), &counters_, &timeline_, std::move(relay));
   std::lock_guard<std::mutex> lock(mu_);
   lanes_[set_id] = std::move(lane);
 }
@@ -236,6 +270,7 @@ Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
     }
   }
   lane.reset();  // its stream ended: the coordinator released nothing after the removal
+  comm_ids_.DropSet(set_id);
   link_->ForgetSet(set_id);
   FailPending(set_id, Status(Code::kSetRemoved, "process set " + std::to_string(set_id) +
                                                     " was removed while the request was pending"));
@@ -319,6 +354,10 @@ Status Runtime::Validate(CollectiveArgs& args, const std::vector<int32_t>& membe
                      " is not a member of process set " + std::to_string(args.set_id));
     if (args.root == options_.rank) return invalid(std::string(role) + " is this rank itself");
     if (args.tag < 0) return invalid("negative tag " + std::to_string(args.tag));
+    if (args.input.device_type != TUTTI_DEVICE_TYPE_CPU)
+      return Status(Code::kUnsupported,
+                    label + ": send and recv of device tensors are not supported yet; copy the "
+                            "tensor to host memory first");
     op->output = args.input.data;
   }
   const bool rows = args.kind != wire::COLLECTIVE_ALLREDUCE && args.kind != wire::COLLECTIVE_BROADCAST && !p2p;
@@ -329,6 +368,9 @@ Status Runtime::Validate(CollectiveArgs& args, const std::vector<int32_t>& membe
       size_t out_count = 0;
       TUTTI_RETURN_IF_ERROR(tensor("output", args.output, &out_count));
       if (args.input.dtype != args.output.dtype) return invalid("input and output dtypes differ");
+      if (DeviceName(args.input) != DeviceName(args.output))
+        return invalid("input is on " + DeviceName(args.input) + ", output on " +
+                       DeviceName(args.output) + "; both must be on one device");
       if (op->count != out_count)
         return invalid("input has " + std::to_string(op->count) + " elements, output " +
                        std::to_string(out_count));
@@ -375,6 +417,16 @@ Status Runtime::Validate(CollectiveArgs& args, const std::vector<int32_t>& membe
   op->spec.set_device_type(args.input.device_type);
   op->spec.set_device_index(args.input.device_index);
   op->input = args.input.data;
+  if (args.input.device_type == TUTTI_DEVICE_TYPE_CUDA) {
+    // The producer's point in its stream, now: the collective waits for what was queued before
+    // this call and for nothing after it, and the call does not wait for the GPU.
+    gpu::Module* module;
+    TUTTI_RETURN_IF_ERROR(LoadGpuModule(&module));
+    std::string uuid;
+    TUTTI_RETURN_IF_ERROR(module->DeviceUuid(args.input.device_index, &uuid));
+    op->spec.set_device_uuid(uuid);
+    TUTTI_RETURN_IF_ERROR(module->RecordEvent(args.input.device_index, args.input.stream, &op->ready));
+  }
   return Status::Ok();
 }
 
@@ -532,7 +584,8 @@ void Runtime::OnExecute(wire::Execute& execute) {
         timeline_.End(set_id, *name, "NEGOTIATE", {{"last_rank", response.last_rank()}});
         timeline_.Begin(set_id, *name, "QUEUE");
       }
-      parts.push_back(FusedPart{std::move(request), std::move(rows)});
+      parts.push_back(FusedPart{std::move(request), std::move(rows), response.device_path(),
+                                response.device_group()});
     }
     if (parts.empty()) continue;
     Status status;

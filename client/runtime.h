@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "client/comm_id_mailbox.h"
 #include "client/coordinator_link.h"
 #include "client/counters.h"
 #include "client/lane.h"
@@ -33,6 +34,7 @@ struct TensorArgs {
   std::vector<int64_t> shape;
   int32_t device_type = 0;
   int32_t device_index = 0;
+  void* stream = nullptr;  // device tensors: the producer's stream (cudaStream_t)
 };
 
 // One collective as submitted. Which fields matter depends on `kind`: allreduce reads input and
@@ -146,8 +148,12 @@ class Runtime {
   std::map<int32_t, int> joined_;   // sets this rank is joining (count of concurrent joins)
 
   std::unique_ptr<PointToPoint> p2p_;
+  CommIdMailbox comm_ids_;  // NCCL unique ids relayed by tuttid, until the lanes take them
 
   // Declared last: destroyed first, so its I/O thread stops before the state it calls into.
+  // link_mu_ orders lanes' NCCL id relays with its destruction (everything else uses link_ from
+  // threads that finish before it goes).
+  std::mutex link_mu_;
   std::unique_ptr<CoordinatorLink> link_;
 };
 

@@ -28,6 +28,7 @@ enum class Code : int {
   kUnsupported = -16,
   kEvicted = -17,
   kLimitExceeded = -18,
+  kDeviceUnavailable = -19,
 };
 
 class [[nodiscard]] Status {

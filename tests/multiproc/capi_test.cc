@@ -72,7 +72,7 @@ TEST(CApi, VersionAndStatusStrings) {
   EXPECT_EQ(version, TUTTI_VERSION);
   EXPECT_EQ(tutti_get_version(nullptr), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "version is NULL");
-  for (tutti_status_t s = TUTTI_ERR_LIMIT_EXCEEDED; s <= TUTTI_IN_PROGRESS; ++s)
+  for (tutti_status_t s = TUTTI_ERR_DEVICE_UNAVAILABLE; s <= TUTTI_IN_PROGRESS; ++s)
     EXPECT_EQ(std::string(tutti_status_string(s)).rfind("unknown status", 0), std::string::npos) << s;
   EXPECT_STREQ(tutti_status_string(-999), "unknown status: not a tutti status code");
   EXPECT_STREQ(tutti_status_string(TUTTI_ERR_PEER_LOST),

@@ -1,0 +1,134 @@
+#include "gpu/copy_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "common/dtype.h"
+
+namespace tutti::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+// Blocks per segment at most: enough to saturate HBM with a grid-stride loop on one tensor.
+constexpr unsigned kMaxBlocksPerSegment = 1024;
+
+struct Batch {
+  CopySegment segment[kSegmentsPerLaunch];
+  double scale;
+  int64_t divisor;
+};
+
+// Per-dtype element transform; the identity transform takes the vectorised path instead.
+template <typename T>
+struct Transform {
+  __device__ static T Apply(T x, double scale, int64_t divisor) {
+    if (divisor == -1) return static_cast<T>(0 - static_cast<unsigned long long>(x));
+    return static_cast<T>(static_cast<int64_t>(x) / divisor);  // integers: average only
+  }
+};
+template <>
+struct Transform<float> {
+  __device__ static float Apply(float x, double scale, int64_t) { return x * static_cast<float>(scale); }
+};
+template <>
+struct Transform<double> {
+  __device__ static double Apply(double x, double scale, int64_t) { return x * scale; }
+};
+template <>
+struct Transform<__half> {
+  __device__ static __half Apply(__half x, double scale, int64_t) {
+    return __float2half_rn(__half2float(x) * static_cast<float>(scale));
+  }
+};
+template <>
+struct Transform<__nv_bfloat16> {
+  __device__ static __nv_bfloat16 Apply(__nv_bfloat16 x, double scale, int64_t) {
+    return __float2bfloat16_rn(__bfloat162float(x) * static_cast<float>(scale));
+  }
+};
+
+// blockIdx.y picks the segment; the blocks along x stride over its elements.
+template <typename T>
+__global__ void ScaledCopyKernel(Batch batch) {
+  const CopySegment s = batch.segment[blockIdx.y];
+  const T* in = static_cast<const T*>(s.source);
+  T* out = static_cast<T*>(s.destination);
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < s.count; i += stride)
+    out[i] = Transform<T>::Apply(in[i], batch.scale, batch.divisor);
+}
+
+// Identity: 16 bytes per thread where both ends are 16-byte aligned, bytes for the rest.
+__global__ void PlainCopyKernel(Batch batch, size_t element) {
+  const CopySegment s = batch.segment[blockIdx.y];
+  const size_t bytes = s.count * element;
+  const auto* in = static_cast<const unsigned char*>(s.source);
+  auto* out = static_cast<unsigned char*>(s.destination);
+  if (in == out) return;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  size_t vectorised = 0;
+  if ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out)) % 16 == 0) {
+    vectorised = bytes / 16;
+    const auto* in16 = reinterpret_cast<const uint4*>(in);
+    auto* out16 = reinterpret_cast<uint4*>(out);
+    for (size_t i = first; i < vectorised; i += stride) out16[i] = in16[i];
+    vectorised *= 16;
+  }
+  for (size_t i = vectorised + first; i < bytes; i += stride) out[i] = in[i];
+}
+
+template <typename T>
+void LaunchScaled(const Batch& batch, dim3 grid, cudaStream_t stream) {
+  ScaledCopyKernel<T><<<grid, kThreads, 0, stream>>>(batch);
+}
+
+}  // namespace
+
+cudaError_t LaunchBatchedCopy(const CopySegment* segments, size_t count, int32_t dtype,
+                              const CopyTransform& transform, cudaStream_t stream) {
+  if (!IsValidDType(dtype)) return cudaErrorInvalidValue;
+  const auto type = static_cast<DType>(dtype);
+  const size_t element = ElementSize(type);
+  const bool identity = IsFloating(type) ? transform.scale == 1.0 : transform.divisor == 1;
+  static Batch batch;  // 24 KiB: not on the caller's stack; launches copy it, one thread at a time
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  for (size_t first = 0; first < count; first += kSegmentsPerLaunch) {
+    const size_t n = std::min<size_t>(kSegmentsPerLaunch, count - first);
+    size_t largest = 0;
+    for (size_t i = 0; i < n; ++i) {
+      batch.segment[i] = segments[first + i];
+      largest = std::max(largest, segments[first + i].count * (identity ? element : 1));
+    }
+    if (largest == 0) continue;
+    batch.scale = transform.scale;
+    batch.divisor = transform.divisor;
+    const size_t per_thread = identity ? 16 : 1;
+    const size_t blocks = (largest / per_thread + kThreads - 1) / kThreads;
+    const dim3 grid(static_cast<unsigned>(std::min<size_t>(std::max<size_t>(blocks, 1), kMaxBlocksPerSegment)),
+                    static_cast<unsigned>(n));
+    if (identity) {
+      PlainCopyKernel<<<grid, kThreads, 0, stream>>>(batch, element);
+    } else {
+      switch (type) {
+        case DType::kFloat16: LaunchScaled<__half>(batch, grid, stream); break;
+        case DType::kBFloat16: LaunchScaled<__nv_bfloat16>(batch, grid, stream); break;
+        case DType::kFloat32: LaunchScaled<float>(batch, grid, stream); break;
+        case DType::kFloat64: LaunchScaled<double>(batch, grid, stream); break;
+        case DType::kInt8: LaunchScaled<int8_t>(batch, grid, stream); break;
+        case DType::kUInt8: LaunchScaled<uint8_t>(batch, grid, stream); break;
+        case DType::kInt32: LaunchScaled<int32_t>(batch, grid, stream); break;
+        case DType::kInt64: LaunchScaled<int64_t>(batch, grid, stream); break;
+      }
+    }
+    const cudaError_t launched = cudaGetLastError();
+    if (launched != cudaSuccess) return launched;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace tutti::gpu

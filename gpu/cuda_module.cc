@@ -1,0 +1,99 @@
+// The GPU module's entry point and its Module: device checks, producer events and NCCL ids.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "gpu/cuda_event.h"
+#include "gpu/cuda_status.h"
+#include "gpu/device_guard.h"
+#include "gpu/module_api.h"
+#include "gpu/set_device.h"
+
+namespace tutti::gpu {
+namespace {
+
+class CudaModule final : public Module {
+ public:
+  std::string Describe() override {
+    int runtime = 0, driver = 0, nccl = 0, devices = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    ncclGetVersion(&nccl);
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+    char text[160];
+    std::snprintf(text, sizeof text, "CUDA runtime %d.%d, driver %d.%d, NCCL %d.%d.%d, %d device(s)",
+                  runtime / 1000, runtime % 1000 / 10, driver / 1000, driver % 1000 / 10,
+                  nccl / 10000, nccl % 10000 / 100, nccl % 100, devices);
+    return text;
+  }
+
+  Status CheckDevice(int32_t index) override {
+    int devices = 0;
+    const cudaError_t error = cudaGetDeviceCount(&devices);
+    if (error != cudaSuccess)
+      return Status(Code::kDeviceUnavailable,
+                    std::string("no CUDA device is visible to this process (cudaGetDeviceCount: ") +
+                        cudaGetErrorString(error) + ")");
+    if (devices == 0)
+      return Status(Code::kDeviceUnavailable, "no CUDA device is visible to this process");
+    if (index < 0 || index >= devices)
+      return Status(Code::kDeviceUnavailable,
+                    "CUDA device " + std::to_string(index) + " does not exist: this process sees " +
+                        std::to_string(devices) + " (CUDA_VISIBLE_DEVICES renumbers them from 0)");
+    return Status::Ok();
+  }
+
+  Status DeviceUuid(int32_t index, std::string* uuid) override {
+    cudaDeviceProp properties;
+    TUTTI_CUDA(cudaGetDeviceProperties(&properties, index));
+    uuid->assign(properties.uuid.bytes, sizeof(properties.uuid.bytes));
+    return Status::Ok();
+  }
+
+  Status RecordEvent(int32_t index, void* stream, std::shared_ptr<Event>* event) override {
+    return CudaEvent::Record(index, static_cast<cudaStream_t>(stream), event);
+  }
+
+  Status StreamWait(void* stream, const Event& event) override {
+    const auto& cuda_event = static_cast<const CudaEvent&>(event);
+    DeviceGuard guard(cuda_event.device());
+    TUTTI_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), cuda_event.get(), 0));
+    return Status::Ok();
+  }
+
+  Status UniqueId(std::string* id) override {
+    ncclUniqueId unique;
+    TUTTI_NCCL(ncclGetUniqueId(&unique));
+    id->assign(unique.internal, sizeof(unique.internal));
+    return Status::Ok();
+  }
+
+  Status OpenSetDevice(int32_t index, std::unique_ptr<SetDevice>* set_device) override {
+    return CudaSetDevice::Open(index, set_device);
+  }
+
+  void Free(int32_t index, void* buffer) override {
+    if (buffer == nullptr) return;
+    DeviceGuard guard(index);
+    cudaFree(buffer);  // synchronizes: the application may still read it on a stream of its own
+  }
+};
+
+}  // namespace
+}  // namespace tutti::gpu
+
+extern "C" __attribute__((visibility("default"))) int tutti_gpu_module_open(
+    int api, tutti::gpu::Module** module, char* error, size_t error_size) {
+  if (api != tutti::gpu::kModuleApi) {
+    std::snprintf(error, error_size,
+                  "the GPU module speaks module API %d, libtutti %d: it comes from another build",
+                  tutti::gpu::kModuleApi, api);
+    return 1;
+  }
+  static tutti::gpu::CudaModule instance;  // never destroyed before exit: handed-out events use it
+  *module = &instance;
+  return 0;
+}
