@@ -1,7 +1,7 @@
 """tutti: collective communication on process sets, from Python.
 
 The core API works on NumPy arrays (contiguous CPU memory, passed by pointer). `tutti.torch` is
-the Horovod-compatible PyTorch API. The library is libtutti.so, loaded through ctypes: set
+the Horovod-compatible PyTorch API (CPU and CUDA tensors). The library is libtutti.so, loaded through ctypes: set
 TUTTI_LIBRARY to its path if it is not found next to this package, in a build tree or on the
 system path.
 
@@ -16,11 +16,12 @@ import numpy as np
 
 from . import _capi
 from ._core import Buffer, Handle, Runtime
-from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, DuplicateNameError,
-                     EvictedError, LimitExceededError, InternalError, InvalidArgumentError, MismatchError,
-                     NotAMemberError, PeerLostError, SetRemovedError, ShutDownError, StalledError,
-                     TimeoutError, TuttiError, UnknownSetError, UnsupportedError,
-                     VersionMismatchError)
+from .errors import check as _check
+from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, DeviceUnavailableError,
+                     DuplicateNameError, EvictedError, LimitExceededError, InternalError,
+                     InvalidArgumentError, MismatchError, NotAMemberError, PeerLostError,
+                     SetRemovedError, ShutDownError, StalledError, TimeoutError, TuttiError,
+                     UnknownSetError, UnsupportedError, VersionMismatchError)
 
 __version__ = "0.4.0"
 
@@ -94,6 +95,27 @@ atexit.register(shutdown)
 
 def is_initialized():
     return _runtime is not None
+
+
+_DEVICE_TYPES = {"cpu": _capi.DEVICE_CPU, "cuda": _capi.DEVICE_CUDA}
+
+
+def device_check(device_type="cuda", index=0):
+    """Returns None if this process can use tensors on the device ("cpu" always; "cuda": the
+    library was built with GPU support, its GPU module and CUDA/NCCL load, and device `index`
+    exists). Otherwise raises DeviceUnavailableError with the library's reason, or
+    InvalidArgumentError for an unknown device type or a negative index. Needs no init()."""
+    if isinstance(device_type, str):
+        code = _DEVICE_TYPES.get(device_type.lower())
+        if code is None:
+            raise InvalidArgumentError(f"unknown device type {device_type!r}: use one of "
+                                       f"{', '.join(repr(k) for k in _DEVICE_TYPES)}")
+    elif isinstance(device_type, int) and not isinstance(device_type, bool):
+        code = device_type  # a TUTTI_DEVICE_* value; the library judges it
+    else:
+        raise InvalidArgumentError(f"device_type must be 'cpu' or 'cuda', not "
+                                   f"{type(device_type).__name__}")
+    _check(_capi.tutti_device_check(code, int(index)))
 
 
 def abort():

@@ -154,6 +154,19 @@ def _declare(name, *argtypes, restype=_status):
     return function
 
 
+def _declare_since(version, name, *argtypes, restype=_status):
+    """A function added in ABI `version`: a library built before it still loads (so that the
+    CPU API keeps working), and calling the missing function says what to do."""
+    try:
+        return _declare(name, *argtypes, restype=restype)
+    except AttributeError:
+        def missing(*args):
+            raise NotImplementedError(f"{library_path} has no {name}: it predates tutti ABI "
+                                      f"{version}; rebuild or update libtutti")
+        missing.__name__ = name
+        return missing
+
+
 tutti_init = _declare("tutti_init", ctypes.POINTER(InitOptions), ctypes.POINTER(_runtime))
 tutti_finalize = _declare("tutti_finalize", _runtime)
 tutti_abort = _declare("tutti_abort", _runtime)
@@ -200,6 +213,10 @@ tutti_request_output_at = _declare("tutti_request_output_at", _request, ctypes.c
 tutti_request_received_splits = _declare("tutti_request_received_splits", _request, c_int64_p,
                                          ctypes.c_int32, c_int32_p)
 tutti_request_free = _declare("tutti_request_free", _request)
+# ABI 0.4 (device tensors).
+tutti_request_stream_wait = _declare_since("0.4", "tutti_request_stream_wait", _request,
+                                           ctypes.c_void_p, ctypes.c_int64)
+tutti_device_check = _declare_since("0.4", "tutti_device_check", ctypes.c_int32, ctypes.c_int32)
 tutti_get_counters = _declare("tutti_get_counters", _runtime, ctypes.POINTER(Counters))
 tutti_get_coordinator_counters = _declare("tutti_get_coordinator_counters", _runtime,
                                           ctypes.POINTER(CoordinatorCounters))

@@ -1,24 +1,60 @@
-"""The runtime of this process and its collectives, on anything that exposes a CPU buffer.
+"""The runtime of this process and its collectives, on anything that exposes a CPU or CUDA buffer.
 
 The framework modules (tutti's NumPy API in __init__, tutti.torch) describe their tensors as
-`Buffer`s and say how to make result tensors; everything else (submission, request lifetime,
-keeping buffers alive while the library uses them, errors) lives here once.
+`Buffer`s and say how to make result tensors (and, for CUDA tensors, implement `DeviceHooks`);
+everything else (submission, request lifetime, keeping buffers alive while the library uses them,
+stream order, errors) lives here once.
 """
 import ctypes
 import threading
 
 from . import _capi
-from .errors import check, from_status, InvalidArgumentError
+from .errors import check, from_status, InternalError, InvalidArgumentError
+
+
+class DeviceHooks:
+    """What the core needs from a framework to run its device (CUDA) tensors; tutti.torch
+    implements it. Streams are cudaStream_t values as ints (0: the legacy default stream)."""
+
+    def wait_stream(self, device_index, owners):
+        """The stream a wait orders after a request: the calling thread's current stream on the
+        device. `owners` (the request's tensors) are marked as used by that stream, so that their
+        allocator does not hand their memory out again before the stream reached that point."""
+        raise NotImplementedError
+
+    def fence(self, device_index):
+        """Marks the work queued so far on the current stream: an object with query() (True once
+        that work finished) and synchronize()."""
+        raise NotImplementedError
+
+    def copy_result(self, dtype, shape, pointer, device_index):
+        """A new tensor holding a copy of a request-owned result in device memory, made on the
+        current stream (which is ordered after the request)."""
+        raise NotImplementedError
 
 
 class Buffer:
     """Memory the library reads or writes: pointer, tutti dtype, shape. `owner` is kept alive
-    for as long as a request may touch the memory."""
+    for as long as a request may touch the memory. Device memory (device_type DEVICE_CUDA) also
+    names its device, the stream that produces it (`stream`, 0 or None: the legacy default
+    stream) and the framework's `hooks` (a DeviceHooks)."""
 
-    __slots__ = ("pointer", "dtype", "shape", "owner")
+    __slots__ = ("pointer", "dtype", "shape", "owner", "device_type", "device_index", "stream",
+                 "hooks")
 
-    def __init__(self, pointer, dtype, shape, owner):
+    def __init__(self, pointer, dtype, shape, owner, device_type=_capi.DEVICE_CPU,
+                 device_index=0, stream=None, hooks=None):
         self.pointer, self.dtype, self.shape, self.owner = pointer, dtype, tuple(shape), owner
+        self.device_type, self.device_index = device_type, device_index
+        self.stream, self.hooks = stream, hooks
+
+    @property
+    def device_name(self):
+        if self.device_type == _capi.DEVICE_CPU:
+            return "cpu"
+        if self.device_type == _capi.DEVICE_CUDA:
+            return f"cuda:{self.device_index}"
+        return f"device type {self.device_type}:{self.device_index}"
 
     def describe(self):
         """The C descriptor, and the shape array it points into (keep both alive)."""
@@ -32,17 +68,51 @@ class Buffer:
         tensor.dtype = self.dtype
         tensor.ndim = len(self.shape)
         tensor.shape = ctypes.cast(shape, _capi.c_int64_p)
-        tensor.device_type = _capi.DEVICE_CPU
+        tensor.device_type = self.device_type
+        if self.device_type != _capi.DEVICE_CPU:
+            tensor.device_index = self.device_index
+            tensor.stream = self.stream or None  # the producer's stream; unused for CPU tensors
         return tensor, shape
 
 
+class _Device:
+    """The one device of a call's device tensors, as its requests' waits and results need it."""
+
+    __slots__ = ("type", "index", "hooks", "owners")
+
+    def __init__(self, device_type, index, hooks, owners):
+        self.type, self.index, self.hooks, self.owners = device_type, index, hooks, owners
+
+
+def device_of(labelled):
+    """The device of a call's (label, Buffer) pairs: None when they are in host memory, a _Device
+    otherwise. Tensors of one call on different devices raise InvalidArgumentError."""
+    first = None
+    for label, buffer in labelled:
+        if first is None:
+            first = (label, buffer)
+        elif (buffer.device_type, buffer.device_index) != (first[1].device_type,
+                                                           first[1].device_index):
+            raise InvalidArgumentError(
+                f"all tensors of one call must be on the same device: {first[0]} is on "
+                f"{first[1].device_name}, {label} on {buffer.device_name}")
+    if first is None or first[1].device_type == _capi.DEVICE_CPU:
+        return None
+    buffer = first[1]
+    if buffer.hooks is None:
+        raise InternalError(f"a tensor on {buffer.device_name} without its framework's hooks")
+    return _Device(buffer.device_type, buffer.device_index, buffer.hooks,
+                   [b.owner for _, b in labelled])
+
+
 class _Inflight:
-    """A request and everything the library may still touch; freed once done and unreferenced."""
+    """A request and everything the library may still touch; freed once done and unreferenced,
+    or, with a `fence`, once the work the caller's stream queued on its results has finished."""
 
-    __slots__ = ("request", "keepalive", "orphaned")
+    __slots__ = ("request", "keepalive", "orphaned", "fence")
 
-    def __init__(self, request, keepalive):
-        self.request, self.keepalive, self.orphaned = request, keepalive, False
+    def __init__(self, request, keepalive, fence=None):
+        self.request, self.keepalive, self.orphaned, self.fence = request, keepalive, False, fence
 
 
 class _Registry:
@@ -61,11 +131,22 @@ class _Registry:
         with self._lock:
             keep = []
             for item in self._orphans:
-                if force or _capi.tutti_request_test(item.request) != _capi.IN_PROGRESS:
+                if item.fence is not None:
+                    done = force or item.fence.query()
+                else:
+                    done = force or _capi.tutti_request_test(item.request) != _capi.IN_PROGRESS
+                if done:
                     _capi.tutti_request_free(item.request)
                 else:
                     keep.append(item)
             self._orphans = keep
+
+    def settle(self):
+        """Waits for the device work still reading request-owned results (before finalize)."""
+        with self._lock:
+            fences = [item.fence for item in self._orphans if item.fence is not None]
+        for fence in fences:
+            fence.synchronize()
 
 
 _orphans = _Registry()
@@ -73,11 +154,17 @@ _orphans = _Registry()
 
 class Handle:
     """An asynchronous collective: `poll()` says whether it completed, `wait()` returns its result
-    (raising its error). Dropping the handle early is safe: the request finishes on its own."""
+    (raising its error). Dropping the handle early is safe: the request finishes on its own.
 
-    def __init__(self, request, keepalive, finish):
+    A request on device tensors (`device`, a _Device) completes for `wait()` once the calling
+    thread's current stream is ordered after its device work (tutti_request_stream_wait): the host
+    waits for the negotiation, the GPU for the transfer. Its results are made on that stream, and
+    the request is freed once the stream is past them."""
+
+    def __init__(self, request, keepalive, finish, device=None):
         self._inflight = _Inflight(request, keepalive)
         self._finish = finish  # request -> result, run once on success
+        self._device = device
         self._done = False
         self._result = None
         self._error = None
@@ -95,8 +182,14 @@ class Handle:
         """The result, once completed; raises the request's error, or tutti.TimeoutError if
         `timeout_ms` passed first (the request then stays pending). None: the runtime's timeout."""
         if not self._done:
-            status = _capi.tutti_request_wait(self._inflight.request,
-                                              -1 if timeout_ms is None else int(timeout_ms))
+            timeout = -1 if timeout_ms is None else int(timeout_ms)
+            device = self._device
+            if device is None:
+                status = _capi.tutti_request_wait(self._inflight.request, timeout)
+            else:
+                stream = device.hooks.wait_stream(device.index, device.owners)
+                status = _capi.tutti_request_stream_wait(self._inflight.request, stream or None,
+                                                         timeout)
             message = _last_error()
             if status < 0 and _capi.tutti_request_test(self._inflight.request) == _capi.IN_PROGRESS:
                 raise from_status(status, message)  # the wait timed out; still pending
@@ -107,16 +200,26 @@ class Handle:
 
     def _complete(self, status, message):
         self._done = True
-        request = self._inflight.request
+        inflight = self._inflight
+        request = inflight.request
+        fence = None
         try:
             if status == _capi.OK:
                 self._result = self._finish(request) if self._finish else None
+                if self._device is not None:
+                    # The current stream may still have to run the device work and the copies of
+                    # request-owned results: the request is freed once it has.
+                    fence = self._device.hooks.fence(self._device.index)
             else:
                 self._error = from_status(status, message)
         finally:
-            _capi.tutti_request_free(request)
             self._inflight = None
             self._finish = None
+            if fence is not None and not fence.query():
+                inflight.fence = fence
+                _orphans.adopt(inflight)
+            else:
+                _capi.tutti_request_free(request)
 
     def __del__(self):
         inflight = getattr(self, "_inflight", None)
@@ -128,9 +231,10 @@ def _last_error():
     return _capi.tutti_last_error().decode("utf-8", "replace")
 
 
-def output_of(request, make, index=None):
+def output_of(request, make, index=None, device=None):
     """Copies a request-owned result (allgather, reducescatter, alltoall) into a new tensor:
-    `make(dtype, shape)` returns (tensor, pointer)."""
+    `make(dtype, shape)` returns (tensor, pointer) for a result in host memory; one in device
+    memory (of a request on `device`) is copied by the device's hooks."""
     out = _capi.Tensor()
     out.struct_size = ctypes.sizeof(_capi.Tensor)
     if index is None:
@@ -138,6 +242,11 @@ def output_of(request, make, index=None):
     else:
         check(_capi.tutti_request_output_at(request, index, ctypes.byref(out)))
     shape = tuple(out.shape[i] for i in range(out.ndim))
+    if out.device_type != _capi.DEVICE_CPU:
+        if device is None:
+            raise InternalError(f"a result in memory of device type {out.device_type} for a "
+                                "request on host tensors")
+        return device.hooks.copy_result(out.dtype, shape, out.data or 0, out.device_index)
     tensor, pointer = make(out.dtype, shape)
     count = 1
     for d in shape:
@@ -213,6 +322,7 @@ class Runtime:
     def finalize(self):
         if self._handle is not None:
             handle, self._handle = self._handle, None
+            _orphans.settle()
             check(_capi.tutti_finalize(handle))
             _orphans.sweep(force=True)
 
@@ -257,23 +367,26 @@ class Runtime:
         return self._int(_capi.tutti_process_set_rank, set_id)
 
     # ---- collectives: each returns a Handle ----------------------------------------------------
-    def _submit(self, call, keepalive, finish=None):
+    def _submit(self, call, keepalive, finish=None, device=None):
         _orphans.sweep()
         request = ctypes.c_void_p()
         check(call(ctypes.byref(request)))
-        return Handle(request, keepalive, finish)
+        return Handle(request, keepalive, finish, device)
 
     # `finish`, where given, maps the completed request to the handle's result (default: None).
     def allreduce(self, buffer, output, name=None, set_id=0, op=_capi.OP_AVERAGE, prescale=1.0,
                   postscale=1.0, priority=0, finish=None):
+        device = device_of([("input", buffer), ("output", output)])
         (t_in, s_in), (t_out, s_out) = buffer.describe(), output.describe()
         options = _reduce_options(op, prescale, postscale, priority)
         return self._submit(lambda r: _capi.tutti_allreduce(
             self.handle, _name(name), set_id, ctypes.byref(t_in), ctypes.byref(t_out),
-            ctypes.byref(options), r), (buffer, output, s_in, s_out), finish)
+            ctypes.byref(options), r), (buffer, output, s_in, s_out), finish, device)
 
     def grouped_allreduce(self, buffers, outputs, name=None, set_id=0, op=_capi.OP_AVERAGE,
                           prescale=1.0, postscale=1.0, priority=0, finish=None):
+        device = device_of([(f"tensors[{i}]", b) for i, b in enumerate(buffers)] +
+                           [(f"outputs[{i}]", o) for i, o in enumerate(outputs)])
         ins = (_capi.Tensor * len(buffers))()
         outs = (_capi.Tensor * len(outputs))()
         shapes = []
@@ -285,21 +398,24 @@ class Runtime:
         options = _reduce_options(op, prescale, postscale, priority)
         return self._submit(lambda r: _capi.tutti_grouped_allreduce(
             self.handle, _name(name), set_id, len(buffers), ins, outs, ctypes.byref(options), r),
-            (buffers, outputs, ins, outs, shapes), finish)
+            (buffers, outputs, ins, outs, shapes), finish, device)
 
     def broadcast(self, buffer, root, name=None, set_id=0, finish=None):
+        device = device_of([("tensor", buffer)])
         tensor, shape = buffer.describe()
         return self._submit(lambda r: _capi.tutti_broadcast(
             self.handle, _name(name), set_id, ctypes.byref(tensor), root, r), (buffer, shape),
-            finish)
+            finish, device)
 
     def allgather(self, buffer, make, name=None, set_id=0):
+        device = device_of([("tensor", buffer)])
         tensor, shape = buffer.describe()
         return self._submit(lambda r: _capi.tutti_allgather(
             self.handle, _name(name), set_id, ctypes.byref(tensor), r), (buffer, shape),
-            lambda request: output_of(request, make))
+            lambda request: output_of(request, make, device=device), device)
 
     def grouped_allgather(self, buffers, make, name=None, set_id=0):
+        device = device_of([(f"tensors[{i}]", b) for i, b in enumerate(buffers)])
         ins = (_capi.Tensor * len(buffers))()
         shapes = []
         for i, b in enumerate(buffers):
@@ -307,34 +423,42 @@ class Runtime:
             shapes.append(s)
         return self._submit(lambda r: _capi.tutti_grouped_allgather(
             self.handle, _name(name), set_id, len(buffers), ins, r), (buffers, ins, shapes),
-            lambda request: [output_of(request, make, i) for i in range(len(buffers))])
+            lambda request: [output_of(request, make, i, device) for i in range(len(buffers))],
+            device)
 
     def reducescatter(self, buffer, make, name=None, set_id=0, op=_capi.OP_AVERAGE, prescale=1.0,
                       postscale=1.0):
+        device = device_of([("tensor", buffer)])
         tensor, shape = buffer.describe()
         options = _reduce_options(op, prescale, postscale, 0)
         return self._submit(lambda r: _capi.tutti_reducescatter(
             self.handle, _name(name), set_id, ctypes.byref(tensor), ctypes.byref(options), r),
-            (buffer, shape), lambda request: output_of(request, make))
+            (buffer, shape), lambda request: output_of(request, make, device=device), device)
 
     def alltoall(self, buffer, make, splits=None, name=None, set_id=0):
+        device = device_of([("tensor", buffer)])
         tensor, shape = buffer.describe()
         split_array = None if splits is None else (ctypes.c_int64 * max(len(splits), 1))(*splits)
         count = 0 if splits is None else len(splits)
         return self._submit(lambda r: _capi.tutti_alltoall(
             self.handle, _name(name), set_id, ctypes.byref(tensor), split_array, count, r),
             (buffer, shape, split_array),
-            lambda request: (output_of(request, make), received_splits(request)))
+            lambda request: (output_of(request, make, device=device), received_splits(request)),
+            device)
 
     def send(self, buffer, destination, tag=0, set_id=0):
+        device = device_of([("tensor", buffer)])
         tensor, shape = buffer.describe()
         return self._submit(lambda r: _capi.tutti_send(
-            self.handle, set_id, ctypes.byref(tensor), destination, tag, r), (buffer, shape))
+            self.handle, set_id, ctypes.byref(tensor), destination, tag, r), (buffer, shape),
+            None, device)
 
     def recv(self, buffer, source, tag=0, set_id=0, finish=None):
+        device = device_of([("tensor", buffer)])
         tensor, shape = buffer.describe()
         return self._submit(lambda r: _capi.tutti_recv(
-            self.handle, set_id, ctypes.byref(tensor), source, tag, r), (buffer, shape), finish)
+            self.handle, set_id, ctypes.byref(tensor), source, tag, r), (buffer, shape), finish,
+            device)
 
     def barrier(self, set_id=0):
         return self._submit(lambda r: _capi.tutti_barrier(self.handle, set_id, r), ())

@@ -87,6 +87,10 @@ class LimitExceededError(TuttiError):
     status = -18
 
 
+class DeviceUnavailableError(TuttiError):
+    status = -19
+
+
 _BY_STATUS = {cls.status: cls for cls in TuttiError.__subclasses__()}
 
 

@@ -1,8 +1,9 @@
 """Horovod's PyTorch API on tutti: `import tutti.torch as hvd` in a Horovod training script.
 
 Names and semantics follow `horovod.torch` (ranks are global ranks; op defaults to Average).
-CPU tensors only in this build: contiguous tensors are passed by pointer without copies and kept
-alive by their request until it completes.
+Contiguous CPU and CUDA tensors are passed by pointer without copies and kept alive by their
+request until it completes. A CUDA tensor is produced by the current stream at submission, and
+synchronize() makes the current stream (not the host) wait for the transfer (docs/python.md).
 """
 import io
 import itertools
@@ -12,7 +13,7 @@ import torch
 
 import tutti as _tutti
 from tutti import _capi
-from tutti._core import Buffer
+from tutti._core import Buffer, DeviceHooks
 from tutti.errors import InvalidArgumentError, UnsupportedError
 
 from .compression import Compression
@@ -122,7 +123,9 @@ local_rank, local_size = _tutti.local_rank, _tutti.local_size
 cross_rank, cross_size = _tutti.cross_rank, _tutti.cross_size
 
 
-def nccl_built(): return False   # device tensors come with the NCCL build (not this one)
+# Horovod's build flags name its own backends, none of which tutti.torch has; whether CUDA tensors
+# work here is tutti.device_check("cuda", index).
+def nccl_built(): return False
 def mpi_built(): return False
 def gloo_built(): return False
 def cuda_built(): return False
@@ -140,18 +143,68 @@ def stop_timeline():
 
 
 # ---- tensors ------------------------------------------------------------------------------------
+# __cuda_array_interface__ type strings; bfloat16 has none (NumPy lacks it) and travels as int16.
+_TYPESTR = {_capi.DTYPE_FLOAT16: "<f2", _capi.DTYPE_BFLOAT16: "<i2", _capi.DTYPE_FLOAT32: "<f4",
+            _capi.DTYPE_FLOAT64: "<f8", _capi.DTYPE_INT8: "|i1", _capi.DTYPE_UINT8: "|u1",
+            _capi.DTYPE_INT32: "<i4", _capi.DTYPE_INT64: "<i8"}
+
+
+class _DeviceArray:
+    """Device memory the library owns, seen by torch.as_tensor without a copy."""
+
+    def __init__(self, pointer, shape, dtype):
+        self.__cuda_array_interface__ = {"version": 2, "shape": tuple(shape),
+                                         "typestr": _TYPESTR[dtype], "data": (pointer, False),
+                                         "strides": None}
+
+
+class _CudaHooks(DeviceHooks):
+    """Stream order of CUDA requests on torch's current streams (tutti._core.DeviceHooks)."""
+
+    def wait_stream(self, device_index, owners):
+        stream = torch.cuda.current_stream(device_index)
+        for tensor in owners:
+            tensor.record_stream(stream)  # the caching allocator reuses them after the wait only
+        return stream.cuda_stream
+
+    def fence(self, device_index):
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(device_index))
+        return event
+
+    def copy_result(self, dtype, shape, pointer, device_index):
+        device = torch.device("cuda", device_index)
+        count = 1
+        for d in shape:
+            count *= d
+        if count == 0:
+            return torch.empty(shape, dtype=_TUTTI_TO_TORCH[dtype], device=device)
+        view = torch.as_tensor(_DeviceArray(pointer, shape, dtype), device=device)
+        if dtype == _capi.DTYPE_BFLOAT16:
+            view = view.view(torch.bfloat16)
+        return view.clone()  # on the current stream, ordered after the request by the wait
+
+
+_CUDA = _CudaHooks()
+
+
 def _buffer(tensor, what="tensor"):
     if not isinstance(tensor, torch.Tensor):
         raise InvalidArgumentError(f"{what} must be a torch.Tensor, not {type(tensor).__name__}")
-    if tensor.device.type != "cpu":
-        raise UnsupportedError(f"{what} is on {tensor.device}; this tutti build runs CPU tensors "
-                               "only (no NCCL)")
+    if tensor.device.type not in ("cpu", "cuda"):
+        raise UnsupportedError(f"{what} is on {tensor.device}; tutti takes CPU and CUDA tensors")
     if tensor.dtype not in _TORCH_TO_TUTTI:
         raise InvalidArgumentError(f"{what} has dtype {tensor.dtype}, which tutti does not "
                                    "support")
     if not tensor.is_contiguous():
         raise InvalidArgumentError(f"{what} must be contiguous")
-    return Buffer(tensor.data_ptr(), _TORCH_TO_TUTTI[tensor.dtype], tuple(tensor.shape), tensor)
+    dtype, shape = _TORCH_TO_TUTTI[tensor.dtype], tuple(tensor.shape)
+    if tensor.device.type == "cuda":
+        # The producer is the current stream: work queued on it before this call is seen.
+        stream = torch.cuda.current_stream(tensor.device).cuda_stream
+        return Buffer(tensor.data_ptr(), dtype, shape, tensor, _capi.DEVICE_CUDA,
+                      tensor.device.index, stream, _CUDA)
+    return Buffer(tensor.data_ptr(), dtype, shape, tensor)
 
 
 def _new_tensor(dtype, shape):
@@ -387,6 +440,8 @@ def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    if isinstance(splits, torch.Tensor):
+        splits = splits.tolist()  # one copy from the device, not one per element
     split_list = None if splits is None else [int(s) for s in splits]
     handle = _tutti._rt().alltoall(_buffer(_contiguous(tensor)), _new_tensor, split_list, name,
                                    _set_id(process_set))
