@@ -17,7 +17,7 @@ targets=(fuzz_client_frame fuzz_coordinator_core)
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DTUTTI_FUZZ=ON -DTUTTI_BUILD_TESTS=OFF
+    -DTUTTI_FUZZ=ON -DTUTTI_BUILD_TESTS=OFF -DTUTTI_GPU=OFF
 fi
 # Only what fuzzing needs: the rest of the tree is built and tested by the other stages.
 cmake --build "$build" -j "$jobs" --target "${targets[@]}" make_seeds

@@ -17,7 +17,16 @@ stage() {  # stage NAME LIMIT_SECONDS COMMAND...
 }
 
 stage setup 900 bash scripts/setup.sh
-stage "configure release" 120 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The release build carries the GPU module (sm_90 + PTX; docs/gpu.md) wherever the CUDA toolkit
+# is installed, as on these machines; its GPU tests skip with "no CUDA device" without a GPU. The
+# sanitizer, tsan and fuzz builds are the CPU-only configuration (TUTTI_GPU=OFF).
+if [[ -x /usr/local/cuda/bin/nvcc ]] || command -v nvcc >/dev/null; then
+  gpu=ON
+else
+  gpu=OFF
+  echo "=== NOTE: no CUDA toolkit on this machine: the GPU module is NOT built"
+fi
+stage "configure release" 120 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTUTTI_GPU=$gpu
 stage "build release" 1200 cmake --build build -j "$JOBS"
 # The C ABI against the committed baseline (docs/abi-policy.md): any difference fails.
 stage "abi check" 300 bash scripts/abi_check.sh build/libtutti.so
@@ -28,7 +37,7 @@ TUTTI_BUILD_DIR=build stage "test python" 900 /usr/bin/python3 -m pytest -q test
 # tuttid as a service: config file, systemd notify protocol and unit checks, the status page in
 # headless chromium, Prometheus metrics.
 TUTTI_BUILD_DIR=build stage "test service" 600 /usr/bin/python3 -m pytest -q tests/service
-stage "configure asan+ubsan" 120 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTUTTI_SANITIZE=ON
+stage "configure asan+ubsan" 120 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTUTTI_SANITIZE=ON -DTUTTI_GPU=OFF
 stage "build asan+ubsan" 1500 cmake --build build-asan -j "$JOBS"
 # The whole suite again under the sanitizers: it takes about as long as the release suite, and the
 # multi-process tests are where memory bugs of the runtime and the coordinator would show.

@@ -20,7 +20,7 @@ build=${TUTTI_TSAN_BUILD_DIR:-build-tsan}
 jobs=${JOBS:-$(nproc)}
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTUTTI_TSAN=ON
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTUTTI_TSAN=ON -DTUTTI_GPU=OFF
 fi
 
 # The test programs whose tests start threads (with what they run: tuttid, the workers, tuttirun),

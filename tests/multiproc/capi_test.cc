@@ -79,6 +79,53 @@ TEST(CApi, VersionAndStatusStrings) {
                "peer lost: a rank of the set died or disconnected; restart or re-form the job");
 }
 
+// Where no GPU can be used (this build or this machine), a device tensor fails with its own
+// status naming the reason; tests/gpu covers machines with one.
+TEST(CApi, DeviceTensorWithoutUsableGpuFailsWithItsOwnStatus) {
+  EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CPU, 0), TUTTI_OK);
+  EXPECT_EQ(tutti_device_check(7, 0), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "unknown device type 7");
+  EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CUDA, -1), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "device_index is negative");
+  if (tutti_device_check(TUTTI_DEVICE_CUDA, 0) == TUTTI_OK)
+    GTEST_SKIP() << "a CUDA device is usable here: tests/gpu covers device tensors";
+  const std::string reason = LastError();
+#if TUTTI_TEST_GPU_BUILT
+  EXPECT_EQ(reason.rfind("no CUDA device is visible to this process", 0), 0u) << reason;
+#else
+  EXPECT_EQ(reason,
+            "this libtutti was built without GPU support (TUTTI_GPU=OFF or no CUDA toolkit at "
+            "build time): device tensors cannot be used");
+#endif
+  // Asked again, the same answer (the loader remembers its failure).
+  EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CUDA, 0), TUTTI_ERR_DEVICE_UNAVAILABLE);
+  EXPECT_EQ(LastError(), reason);
+
+  Tuttid tuttid;
+  InProcessJob job(tuttid, 1);
+  FloatTensor tensor(4);
+  tensor.desc.device_type = TUTTI_DEVICE_CUDA;
+  tutti_request_t request = nullptr;
+  EXPECT_EQ(tutti_allreduce(job[0], "grad", TUTTI_WORLD, &tensor.desc, &tensor.desc, nullptr, &request),
+            TUTTI_ERR_DEVICE_UNAVAILABLE);
+  EXPECT_EQ(LastError(), "allreduce 'grad': input tensor is on cuda:0: " + reason);
+  EXPECT_EQ(request, nullptr);
+  tensor.desc.device_type = 5;
+  EXPECT_EQ(tutti_broadcast(job[0], "b", TUTTI_WORLD, &tensor.desc, 0, &request),
+            TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "broadcast 'b': input tensor has unknown device type 5");
+
+  // A host request's stream wait is a plain wait.
+  tensor.desc.device_type = TUTTI_DEVICE_CPU;
+  tensor.values = {1, 2, 3, 4};
+  ASSERT_EQ(tutti_allreduce(job[0], "host", TUTTI_WORLD, &tensor.desc, &tensor.desc, nullptr, &request),
+            TUTTI_OK);
+  EXPECT_EQ(tutti_request_stream_wait(request, nullptr, 30000), TUTTI_OK) << LastError();
+  EXPECT_EQ(tutti_request_test(request), TUTTI_OK);
+  EXPECT_EQ(tensor.values, (std::vector<float>{1, 2, 3, 4}));
+  tutti_request_free(request);
+}
+
 TEST(CApi, InitArgumentErrors) {
   EXPECT_EQ(tutti_init(nullptr, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "runtime is NULL");

@@ -1,5 +1,7 @@
 #include "multiproc/cluster.h"
 
+#include <cstdlib>
+
 #include <unistd.h>
 
 #include <atomic>
@@ -11,7 +13,9 @@ namespace tutti::testing {
 
 Tuttid::Tuttid(std::vector<std::string> extra_args, std::vector<std::string> prefix) {
   std::vector<std::string> argv = prefix;
-  for (const char* arg : {TUTTID_PATH, "--bind", "tcp://127.0.0.1:*", "--log-level", "warn"})
+  // TUTTID: a tuttid elsewhere than this build's (tests/gpu/device_check.sh on a GPU machine).
+  const char* program = std::getenv("TUTTID") ? std::getenv("TUTTID") : TUTTID_PATH;
+  for (const char* arg : {program, "--bind", "tcp://127.0.0.1:*", "--log-level", "warn"})
     argv.push_back(arg);
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   process_ = std::make_unique<Process>(argv, std::map<std::string, std::string>{});

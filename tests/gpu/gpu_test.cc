@@ -1,0 +1,389 @@
+// Device tensors end to end on a real GPU: in-process ranks (explicit handles allow several per
+// process) against a real tuttid. Every test skips with "no CUDA device" where none is usable, so
+// the suite builds and runs everywhere the GPU module builds; tests/gpu/device_check.sh runs it
+// on a machine with a GPU.
+//
+// What one GPU can show: the NCCL path with one rank (a 1-rank communicator still runs every
+// kernel, the fusion buffer and the copies), the staged path with two ranks sharing the GPU,
+// stream ordering and completion. Multi-rank NCCL, the id relay between processes and NCCL's
+// peer-loss abort need two GPUs.
+#include <cuda_runtime_api.h>
+#include <tutti/tutti.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gpu/test_kernels.h"
+#include "multiproc/cluster.h"
+
+namespace tutti::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string LastError() { return tutti_last_error(); }
+
+#define SKIP_WITHOUT_GPU()                                                      \
+  do {                                                                          \
+    if (tutti_device_check(TUTTI_DEVICE_CUDA, 0) != TUTTI_OK)                   \
+      GTEST_SKIP() << "no CUDA device (" << LastError() << ")";                 \
+  } while (0)
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+// `size` runtimes of one job, initialized concurrently.
+class Job {
+ public:
+  Job(const Tuttid& tuttid, int size) : job_(UniqueJobId()) {
+    std::vector<std::future<tutti_runtime_t>> pending;
+    for (int r = 0; r < size; ++r)
+      pending.push_back(std::async(std::launch::async, [&, r] {
+        tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
+        options.coordinator = tuttid.endpoint().c_str();
+        options.job = job_.c_str();
+        options.token = "t";
+        options.rank = r;
+        options.size = size;
+        options.timeout_ms = 60000;
+        tutti_runtime_t rt = nullptr;
+        EXPECT_EQ(tutti_init(&options, &rt), TUTTI_OK) << tutti_last_error();
+        return rt;
+      }));
+    for (auto& p : pending) runtimes_.push_back(p.get());
+  }
+  ~Job() {
+    for (auto rt : runtimes_)
+      if (rt) tutti_finalize(rt);
+  }
+  tutti_runtime_t operator[](int r) const { return runtimes_[r]; }
+  int size() const { return static_cast<int>(runtimes_.size()); }
+
+ private:
+  std::string job_;
+  std::vector<tutti_runtime_t> runtimes_;
+};
+
+// A device buffer with a host mirror.
+struct DeviceTensor {
+  DeviceTensor(int32_t dtype, int64_t elements, size_t element_size)
+      : bytes(static_cast<size_t>(elements) * element_size), shape{elements}, host(bytes) {
+    EXPECT_EQ(cudaMalloc(&data, std::max<size_t>(bytes, 1)), cudaSuccess);
+    desc.data = data;
+    desc.dtype = dtype;
+    desc.ndim = 1;
+    desc.shape = shape.data();
+    desc.device_type = TUTTI_DEVICE_CUDA;
+    desc.device_index = 0;
+  }
+  ~DeviceTensor() { cudaFree(data); }
+  void Upload() { EXPECT_EQ(cudaMemcpy(data, host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess); }
+  void Download() { EXPECT_EQ(cudaMemcpy(host.data(), data, bytes, cudaMemcpyDeviceToHost), cudaSuccess); }
+  template <typename T>
+  T* as() { return reinterpret_cast<T*>(host.data()); }
+
+  void* data = nullptr;
+  size_t bytes;
+  std::vector<int64_t> shape;
+  std::vector<char> host;
+  tutti_tensor_t desc = TUTTI_TENSOR_INIT;
+};
+
+// Host-side values of every dtype, as doubles, and their encodings.
+struct DtypeCase {
+  int32_t dtype;
+  const char* name;
+  size_t size;
+};
+const DtypeCase kDtypes[] = {
+    {TUTTI_DTYPE_FLOAT16, "float16", 2}, {TUTTI_DTYPE_BFLOAT16, "bfloat16", 2},
+    {TUTTI_DTYPE_FLOAT32, "float32", 4}, {TUTTI_DTYPE_FLOAT64, "float64", 8},
+    {TUTTI_DTYPE_INT8, "int8", 1},       {TUTTI_DTYPE_UINT8, "uint8", 1},
+    {TUTTI_DTYPE_INT32, "int32", 4},     {TUTTI_DTYPE_INT64, "int64", 8},
+};
+
+uint16_t ToHalf(float v) {  // exact for the small integers and halves used here
+  if (v == 0) return 0;
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  const uint32_t sign = (bits >> 16) & 0x8000;
+  const int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
+  const uint32_t mantissa = (bits >> 13) & 0x3ff;
+  return static_cast<uint16_t>(sign | (exponent << 10) | mantissa);
+}
+float FromHalf(uint16_t h) {
+  if ((h & 0x7fff) == 0) return 0;
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t exponent = ((h >> 10) & 0x1f) - 15 + 127;
+  const uint32_t bits = sign | (exponent << 23) | ((h & 0x3ffu) << 13);
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+void Put(DeviceTensor& t, int32_t dtype, size_t i, double v) {
+  switch (dtype) {
+    case TUTTI_DTYPE_FLOAT16: t.as<uint16_t>()[i] = ToHalf(static_cast<float>(v)); break;
+    case TUTTI_DTYPE_BFLOAT16: {
+      const float f = static_cast<float>(v);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      t.as<uint16_t>()[i] = static_cast<uint16_t>(bits >> 16);
+      break;
+    }
+    case TUTTI_DTYPE_FLOAT32: t.as<float>()[i] = static_cast<float>(v); break;
+    case TUTTI_DTYPE_FLOAT64: t.as<double>()[i] = v; break;
+    case TUTTI_DTYPE_INT8: t.as<int8_t>()[i] = static_cast<int8_t>(v); break;
+    case TUTTI_DTYPE_UINT8: t.as<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+    case TUTTI_DTYPE_INT32: t.as<int32_t>()[i] = static_cast<int32_t>(v); break;
+    case TUTTI_DTYPE_INT64: t.as<int64_t>()[i] = static_cast<int64_t>(v); break;
+  }
+}
+
+double Get(DeviceTensor& t, int32_t dtype, size_t i) {
+  switch (dtype) {
+    case TUTTI_DTYPE_FLOAT16: return FromHalf(t.as<uint16_t>()[i]);
+    case TUTTI_DTYPE_BFLOAT16: {
+      const uint32_t bits = static_cast<uint32_t>(t.as<uint16_t>()[i]) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    case TUTTI_DTYPE_FLOAT32: return t.as<float>()[i];
+    case TUTTI_DTYPE_FLOAT64: return t.as<double>()[i];
+    case TUTTI_DTYPE_INT8: return t.as<int8_t>()[i];
+    case TUTTI_DTYPE_UINT8: return t.as<uint8_t>()[i];
+    case TUTTI_DTYPE_INT32: return t.as<int32_t>()[i];
+    case TUTTI_DTYPE_INT64: return t.as<int64_t>()[i];
+  }
+  return NAN;
+}
+
+bool Floating(int32_t dtype) { return dtype <= TUTTI_DTYPE_FLOAT64; }
+
+// Every dtype and op through the NCCL path with one rank, fused: eight tensors of one dtype and
+// op are submitted together so they share the device fusion buffer (one copy launch each way),
+// with prescale and postscale folded into those copies for floating types.
+TEST(Gpu, FusedAllreduceEveryDtypeAndOpThroughNccl) {
+  SKIP_WITHOUT_GPU();
+  Tuttid tuttid;
+  Job job(tuttid, 1);
+  const int32_t ops[] = {TUTTI_OP_SUM, TUTTI_OP_AVERAGE, TUTTI_OP_MIN, TUTTI_OP_MAX, TUTTI_OP_PRODUCT};
+  for (const auto& d : kDtypes) {
+    for (int32_t op : ops) {
+      SCOPED_TRACE(std::string(d.name) + " op " + std::to_string(op));
+      std::vector<std::unique_ptr<DeviceTensor>> tensors;
+      std::vector<tutti_request_t> requests;
+      tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+      options.op = op;
+      if (Floating(d.dtype)) {
+        options.prescale_factor = 4.0;
+        options.postscale_factor = 0.5;
+      }
+      for (int k = 0; k < 8; ++k) {
+        auto t = std::make_unique<DeviceTensor>(d.dtype, 1000 + 37 * k, d.size);
+        for (size_t i = 0; i < t->shape[0]; ++i) Put(*t, d.dtype, i, static_cast<double>((i + k) % 50));
+        t->Upload();
+        tutti_request_t request;
+        const std::string name = std::string("t") + std::to_string(k);
+        ASSERT_EQ(tutti_allreduce(job[0], name.c_str(), TUTTI_WORLD, &t->desc, &t->desc, &options, &request),
+                  TUTTI_OK)
+            << LastError();
+        requests.push_back(request);
+        tensors.push_back(std::move(t));
+      }
+      for (auto request : requests) {
+        ASSERT_EQ(tutti_request_wait(request, 60000), TUTTI_OK) << LastError();
+        tutti_request_free(request);
+      }
+      const double factor = Floating(d.dtype) ? 2.0 : 1.0;  // 4 * 0.5; one rank: average = sum
+      for (int k = 0; k < 8; ++k) {
+        auto& t = *tensors[k];
+        t.Download();
+        for (size_t i = 0; i < t.shape[0]; i += 97)
+          ASSERT_EQ(Get(t, d.dtype, i), factor * static_cast<double>((i + k) % 50)) << "tensor " << k << " [" << i << "]";
+      }
+    }
+  }
+  tutti_counters_t counters = TUTTI_COUNTERS_INIT;
+  ASSERT_EQ(tutti_get_counters(job[0], &counters), TUTTI_OK);
+  EXPECT_GT(counters.tensors_fused, 0u);
+}
+
+// Results tutti allocates for device tensors are device memory of the input's device.
+TEST(Gpu, AllgatherReducescatterAndAlltoallResultsLiveOnTheDevice) {
+  SKIP_WITHOUT_GPU();
+  Tuttid tuttid;
+  Job job(tuttid, 1);
+  DeviceTensor input(TUTTI_DTYPE_FLOAT32, 1024, 4);
+  for (int i = 0; i < 1024; ++i) input.as<float>()[i] = static_cast<float>(i);
+  input.Upload();
+  for (int kind = 0; kind < 3; ++kind) {
+    SCOPED_TRACE(kind);
+    tutti_request_t request;
+    if (kind == 0) ASSERT_EQ(tutti_allgather(job[0], "g", TUTTI_WORLD, &input.desc, &request), TUTTI_OK) << LastError();
+    if (kind == 1) ASSERT_EQ(tutti_reducescatter(job[0], "r", TUTTI_WORLD, &input.desc, nullptr, &request), TUTTI_OK) << LastError();
+    if (kind == 2) ASSERT_EQ(tutti_alltoall(job[0], "a", TUTTI_WORLD, &input.desc, nullptr, 0, &request), TUTTI_OK) << LastError();
+    ASSERT_EQ(tutti_request_wait(request, 60000), TUTTI_OK) << LastError();
+    tutti_tensor_t out = TUTTI_TENSOR_INIT;
+    ASSERT_EQ(tutti_request_output(request, &out), TUTTI_OK);
+    EXPECT_EQ(out.device_type, TUTTI_DEVICE_CUDA);
+    EXPECT_EQ(out.device_index, 0);
+    ASSERT_EQ(out.ndim, 1);
+    ASSERT_EQ(out.shape[0], 1024);
+    cudaPointerAttributes attributes;
+    ASSERT_EQ(cudaPointerGetAttributes(&attributes, out.data), cudaSuccess);
+    EXPECT_EQ(attributes.type, cudaMemoryTypeDevice);
+    std::vector<float> back(1024);
+    CUDA_OK(cudaMemcpy(back.data(), out.data, 4096, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 1024; ++i) ASSERT_EQ(back[i], static_cast<float>(i));
+    tutti_request_free(request);
+  }
+}
+
+// Two ranks on one GPU: NCCL refuses that, so tuttid sends the set through the staged path and
+// the CPU transports; results as on the host path.
+TEST(Gpu, TwoRanksSharingTheGpuGoThroughHostStaging) {
+  SKIP_WITHOUT_GPU();
+  Tuttid tuttid;
+  Job job(tuttid, 2);
+  const int64_t n = 1 << 20;
+  std::vector<std::unique_ptr<DeviceTensor>> grads;
+  for (int r = 0; r < 2; ++r) {
+    grads.push_back(std::make_unique<DeviceTensor>(TUTTI_DTYPE_FLOAT32, n, 4));
+    for (int64_t i = 0; i < n; ++i) grads[r]->as<float>()[i] = static_cast<float>(r + 1) * (i % 7);
+    grads[r]->Upload();
+  }
+  tutti_allreduce_options_t average = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  average.op = TUTTI_OP_AVERAGE;
+  tutti_request_t requests[2];
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(tutti_allreduce(job[r], "grad", TUTTI_WORLD, &grads[r]->desc, &grads[r]->desc, &average, &requests[r]),
+              TUTTI_OK) << LastError();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(tutti_request_wait(requests[r], 60000), TUTTI_OK) << LastError();
+    tutti_request_free(requests[r]);
+    grads[r]->Download();
+    for (int64_t i = 0; i < n; i += 1001) ASSERT_EQ(grads[r]->as<float>()[i], 1.5f * (i % 7)) << r << " " << i;
+  }
+  // Uneven allgather through staging: rank r contributes r + 1 rows.
+  std::vector<std::unique_ptr<DeviceTensor>> parts;
+  for (int r = 0; r < 2; ++r) {
+    parts.push_back(std::make_unique<DeviceTensor>(TUTTI_DTYPE_INT64, r + 1, 8));
+    for (int i = 0; i <= r; ++i) parts[r]->as<int64_t>()[i] = 10 * r + i;
+    parts[r]->Upload();
+    ASSERT_EQ(tutti_allgather(job[r], "rows", TUTTI_WORLD, &parts[r]->desc, &requests[r]), TUTTI_OK) << LastError();
+  }
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(tutti_request_wait(requests[r], 60000), TUTTI_OK) << LastError();
+    tutti_tensor_t out = TUTTI_TENSOR_INIT;
+    ASSERT_EQ(tutti_request_output(requests[r], &out), TUTTI_OK);
+    ASSERT_EQ(out.shape[0], 3);
+    EXPECT_EQ(out.device_type, TUTTI_DEVICE_CUDA);
+    int64_t back[3];
+    CUDA_OK(cudaMemcpy(back, out.data, sizeof back, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(back[0], 0);
+    EXPECT_EQ(back[1], 10);
+    EXPECT_EQ(back[2], 11);
+    tutti_request_free(requests[r]);
+  }
+}
+
+// The submit call returns while the producer's kernel still runs; the collective reads the
+// tensor only after it; tutti_request_stream_wait orders a consumer stream after the result
+// without the host waiting for the transfer.
+TEST(Gpu, ProducerStreamOrderAndStreamWait) {
+  SKIP_WITHOUT_GPU();
+  Tuttid tuttid;
+  Job job(tuttid, 1);
+  const size_t n = 1 << 16;
+  DeviceTensor grad(TUTTI_DTYPE_FLOAT32, n, 4);
+  cudaStream_t producer, consumer;
+  CUDA_OK(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&consumer, cudaStreamNonBlocking));
+  CUDA_OK(cudaMemset(grad.data, 0, grad.bytes));
+  LaunchSlowFill(static_cast<float*>(grad.data), n, 3.0f, 100, producer);
+  grad.desc.stream = producer;
+  tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  options.postscale_factor = 2.0;
+  tutti_request_t request;
+  const auto start = Clock::now();
+  ASSERT_EQ(tutti_allreduce(job[0], "slow", TUTTI_WORLD, &grad.desc, &grad.desc, &options, &request), TUTTI_OK)
+      << LastError();
+  const double submit_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  std::printf("submit returned after %.3f ms while the producer spins for 100 ms\n", submit_ms);
+  EXPECT_LT(submit_ms, 100.0);  // it did not wait for the producer's kernel
+
+  float* copy;
+  CUDA_OK(cudaMalloc(&copy, n * 4));
+  ASSERT_EQ(tutti_request_stream_wait(request, consumer, 60000), TUTTI_OK) << LastError();
+  LaunchCopy(static_cast<const float*>(grad.data), copy, n, consumer);
+  CUDA_OK(cudaStreamSynchronize(consumer));
+  std::vector<float> back(n);
+  CUDA_OK(cudaMemcpy(back.data(), copy, n * 4, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n; i += 513) ASSERT_EQ(back[i], 6.0f) << i;
+  EXPECT_EQ(tutti_request_wait(request, 60000), TUTTI_OK);
+  tutti_request_free(request);
+  cudaFree(copy);
+  cudaStreamDestroy(producer);
+  cudaStreamDestroy(consumer);
+}
+
+// A timeline of one fused step on the NCCL path: its phases are synchronous while the timeline
+// records, so their spans are GPU time. TUTTI_GPU_ARTIFACTS keeps the file.
+TEST(Gpu, TimelineOfOneFusedStep) {
+  SKIP_WITHOUT_GPU();
+  Tuttid tuttid;
+  Job job(tuttid, 1);
+  const char* artifacts = std::getenv("TUTTI_GPU_ARTIFACTS");
+  const std::string path = std::string(artifacts ? artifacts : ::testing::TempDir()) + "/gpu_fused_step.json";
+  ASSERT_EQ(tutti_timeline_start(job[0], path.c_str()), TUTTI_OK) << LastError();
+  std::vector<std::unique_ptr<DeviceTensor>> grads;
+  std::vector<tutti_request_t> requests;
+  for (int k = 0; k < 16; ++k) {
+    grads.push_back(std::make_unique<DeviceTensor>(TUTTI_DTYPE_FLOAT32, 1 << (10 + k % 6), 4));
+    CUDA_OK(cudaMemset(grads.back()->data, 0, grads.back()->bytes));
+    tutti_request_t request;
+    const std::string name = "layer" + std::to_string(k);
+    ASSERT_EQ(tutti_allreduce(job[0], name.c_str(), TUTTI_WORLD, &grads.back()->desc, &grads.back()->desc, nullptr,
+                              &request), TUTTI_OK);
+    requests.push_back(request);
+  }
+  for (auto request : requests) {
+    ASSERT_EQ(tutti_request_wait(request, 60000), TUTTI_OK) << LastError();
+    tutti_request_free(request);
+  }
+  ASSERT_EQ(tutti_timeline_stop(job[0]), TUTTI_OK);
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string timeline = text.str();
+  EXPECT_NE(timeline.find("FUSED ALLREDUCE (NCCL)"), std::string::npos) << timeline;
+  EXPECT_NE(timeline.find("COPY_IN"), std::string::npos);
+  EXPECT_NE(timeline.find("COPY_OUT"), std::string::npos);
+}
+
+// Point-to-point of device tensors is not served yet: its own status, said at submission.
+TEST(Gpu, SendOfADeviceTensorIsUnsupported) {
+  SKIP_WITHOUT_GPU();
+  Tuttid tuttid;
+  Job job(tuttid, 2);
+  DeviceTensor t(TUTTI_DTYPE_FLOAT32, 4, 4);
+  tutti_request_t request = nullptr;
+  EXPECT_EQ(tutti_send(job[0], TUTTI_WORLD, &t.desc, 1, 0, &request), TUTTI_ERR_UNSUPPORTED);
+  EXPECT_EQ(LastError(), "send: send and recv of device tensors are not supported yet; copy the "
+                         "tensor to host memory first");
+  EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CUDA, 4096), TUTTI_ERR_DEVICE_UNAVAILABLE);
+  EXPECT_EQ(LastError().rfind("CUDA device 4096 does not exist: this process sees ", 0), 0u) << LastError();
+}
+
+}  // namespace
+}  // namespace tutti::testing
