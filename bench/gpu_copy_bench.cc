@@ -57,8 +57,8 @@ void Case(const char* name, size_t tensors, size_t bytes_each, DType dtype, doub
           cudaStream_t stream) {
   const size_t element = tutti::ElementSize(dtype), total = tensors * bytes_each;
   char *in, *out;
-  CHECK(cudaMalloc(&in, total));
-  CHECK(cudaMalloc(&out, total));
+  CHECK(cudaMalloc(reinterpret_cast<void**>(&in), total));
+  CHECK(cudaMalloc(reinterpret_cast<void**>(&out), total));
   CHECK(cudaMemset(in, 0, total));
   std::vector<CopySegment> segments;
   for (size_t t = 0; t < tensors; ++t)

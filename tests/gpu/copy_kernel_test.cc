@@ -38,8 +38,8 @@ std::vector<T> RunSegments(const std::vector<std::vector<T>>& inputs, int32_t dt
   }
   T* device_in;
   T* device_out;
-  EXPECT_EQ(cudaMalloc(&device_in, total * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMalloc(&device_out, total * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&device_in), total * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&device_out), total * sizeof(T)), cudaSuccess);
   std::vector<CopySegment> segments;
   for (size_t s = 0; s < inputs.size(); ++s) {
     EXPECT_EQ(cudaMemcpy(device_in + (*offsets)[s], inputs[s].data(), inputs[s].size() * sizeof(T),

@@ -183,14 +183,14 @@ TEST(Gpu, FusedAllreduceEveryDtypeAndOpThroughNccl) {
       std::vector<std::unique_ptr<DeviceTensor>> tensors;
       std::vector<tutti_request_t> requests;
       tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
-      options.op = op;
+      options.reduce_op = op;
       if (Floating(d.dtype)) {
         options.prescale_factor = 4.0;
         options.postscale_factor = 0.5;
       }
       for (int k = 0; k < 8; ++k) {
         auto t = std::make_unique<DeviceTensor>(d.dtype, 1000 + 37 * k, d.size);
-        for (size_t i = 0; i < t->shape[0]; ++i) Put(*t, d.dtype, i, static_cast<double>((i + k) % 50));
+        for (size_t i = 0; i < static_cast<size_t>(t->shape[0]); ++i) Put(*t, d.dtype, i, static_cast<double>((i + k) % 50));
         t->Upload();
         tutti_request_t request;
         const std::string name = std::string("t") + std::to_string(k);
@@ -208,7 +208,7 @@ TEST(Gpu, FusedAllreduceEveryDtypeAndOpThroughNccl) {
       for (int k = 0; k < 8; ++k) {
         auto& t = *tensors[k];
         t.Download();
-        for (size_t i = 0; i < t.shape[0]; i += 97)
+        for (size_t i = 0; i < static_cast<size_t>(t.shape[0]); i += 97)
           ASSERT_EQ(Get(t, d.dtype, i), factor * static_cast<double>((i + k) % 50)) << "tensor " << k << " [" << i << "]";
       }
     }
@@ -229,9 +229,11 @@ TEST(Gpu, AllgatherReducescatterAndAlltoallResultsLiveOnTheDevice) {
   for (int kind = 0; kind < 3; ++kind) {
     SCOPED_TRACE(kind);
     tutti_request_t request;
-    if (kind == 0) ASSERT_EQ(tutti_allgather(job[0], "g", TUTTI_WORLD, &input.desc, &request), TUTTI_OK) << LastError();
-    if (kind == 1) ASSERT_EQ(tutti_reducescatter(job[0], "r", TUTTI_WORLD, &input.desc, nullptr, &request), TUTTI_OK) << LastError();
-    if (kind == 2) ASSERT_EQ(tutti_alltoall(job[0], "a", TUTTI_WORLD, &input.desc, nullptr, 0, &request), TUTTI_OK) << LastError();
+    tutti_status_t submitted = TUTTI_OK;
+    if (kind == 0) submitted = tutti_allgather(job[0], "g", TUTTI_WORLD, &input.desc, &request);
+    if (kind == 1) submitted = tutti_reducescatter(job[0], "r", TUTTI_WORLD, &input.desc, nullptr, &request);
+    if (kind == 2) submitted = tutti_alltoall(job[0], "a", TUTTI_WORLD, &input.desc, nullptr, 0, &request);
+    ASSERT_EQ(submitted, TUTTI_OK) << LastError();
     ASSERT_EQ(tutti_request_wait(request, 60000), TUTTI_OK) << LastError();
     tutti_tensor_t out = TUTTI_TENSOR_INIT;
     ASSERT_EQ(tutti_request_output(request, &out), TUTTI_OK);
@@ -263,7 +265,7 @@ TEST(Gpu, TwoRanksSharingTheGpuGoThroughHostStaging) {
     grads[r]->Upload();
   }
   tutti_allreduce_options_t average = TUTTI_ALLREDUCE_OPTIONS_INIT;
-  average.op = TUTTI_OP_AVERAGE;
+  average.reduce_op = TUTTI_OP_AVERAGE;
   tutti_request_t requests[2];
   for (int r = 0; r < 2; ++r)
     ASSERT_EQ(tutti_allreduce(job[r], "grad", TUTTI_WORLD, &grads[r]->desc, &grads[r]->desc, &average, &requests[r]),
@@ -323,7 +325,7 @@ TEST(Gpu, ProducerStreamOrderAndStreamWait) {
   EXPECT_LT(submit_ms, 100.0);  // it did not wait for the producer's kernel
 
   float* copy;
-  CUDA_OK(cudaMalloc(&copy, n * 4));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&copy), n * 4));
   ASSERT_EQ(tutti_request_stream_wait(request, consumer, 60000), TUTTI_OK) << LastError();
   LaunchCopy(static_cast<const float*>(grad.data), copy, n, consumer);
   CUDA_OK(cudaStreamSynchronize(consumer));
