@@ -124,6 +124,7 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
       break;
     }
     case wire::Frame::kJoin: job.Join(rank, frame.join(), now, out); break;
+    case wire::Frame::kCommId: job.CommId(rank, frame.comm_id(), out); break;
     case wire::Frame::kAbort:
       job.Abort(rank, out);
       CollectEvicted(job);

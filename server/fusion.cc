@@ -16,11 +16,13 @@ bool Fusible(const wire::Response& r) {
          kind == wire::COLLECTIVE_REDUCESCATTER;
 }
 
-// Tensors that may share one collective have equal keys.
-using Key = std::tuple<int, int32_t, int32_t, double, double, int32_t, int32_t>;
-Key KeyOf(const wire::TensorSpec& s) {
-  return {s.kind(), s.dtype(), s.reduce_op(), s.prescale(), s.postscale(), s.device_type(),
-          s.device_index()};
+// Tensors that may share one collective have equal keys: the same device path and device group
+// (every member's tensors on the same GPU, or in host memory), not merely the same device index.
+using Key = std::tuple<int, int32_t, int32_t, double, double, int, int32_t>;
+Key KeyOf(const wire::Response& r) {
+  const wire::TensorSpec& s = r.spec();
+  return {s.kind(), s.dtype(), s.reduce_op(), s.prescale(), s.postscale(), r.device_path(),
+          r.device_group()};
 }
 
 // How many non-fitting candidates one fused response may look past: bounds the planning cost of
@@ -64,7 +66,7 @@ std::vector<wire::Response> PlanCollectives(std::vector<wire::Response> released
   for (size_t i = 0; i < n; ++i) {
     if (!Fusible(released[i])) continue;
     bytes[i] = FusionBytes(released[i].spec(), released[i].member_rows());
-    if (bytes[i] < threshold) by_key[KeyOf(released[i].spec())].push_back(i);
+    if (bytes[i] < threshold) by_key[KeyOf(released[i])].push_back(i);
   }
   std::vector<bool> taken(n, false);
   std::map<Key, size_t> cursor;  // per key: where the untaken candidates start
@@ -74,7 +76,7 @@ std::vector<wire::Response> PlanCollectives(std::vector<wire::Response> released
     taken[i] = true;
     wire::Response head = std::move(released[i]);
     if (Fusible(head) && bytes[i] < threshold) {
-      const Key key = KeyOf(head.spec());
+      const Key key = KeyOf(head);
       const std::vector<size_t>& candidates = by_key[key];
       size_t& from = cursor[key];
       while (from < candidates.size() && taken[candidates[from]]) ++from;

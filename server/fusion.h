@@ -12,7 +12,7 @@ namespace tutti::server {
 
 // Allreduce, allgather and reducescatter fuse; broadcast, alltoall and barrier never do, nor do
 // failed responses or those some member joined. Fused tensors share the kind, dtype, reduce op,
-// scale factors and device. `threshold` 0 disables fusion; a tensor larger than it runs alone.
+// scale factors, device path and device group. `threshold` 0 disables fusion; a tensor larger than it runs alone.
 std::vector<wire::Response> PlanCollectives(std::vector<wire::Response> released,
                                             int64_t threshold);
 

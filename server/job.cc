@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/fusion.h"
+#include "server/message_codec.h"
 #include "server/recent_errors.h"
 #include "server/service_metrics.h"
 
@@ -171,8 +172,14 @@ void Job::Welcome(Outbox* out) {
 }
 
 void Job::OpenSet(int32_t set_id, const std::vector<int32_t>& members) {
+  // Host identities tell members that share a GPU apart from members that each have their own.
+  std::vector<std::string> hosts;
+  hosts.reserve(members.size());
+  for (int32_t m : members) hosts.push_back(registrations_[m]->host());
   Negotiator& negotiator =
-      negotiators_.emplace(set_id, Negotiator(set_id, members, cache_capacity_)).first->second;
+      negotiators_.emplace(set_id, Negotiator(set_id, members, cache_capacity_, hosts))
+          .first->second;
+  negotiator.set_job(id_);
   negotiator.set_budget(&budget_);
   negotiator.set_metrics(policy_.metrics);
   if (policy_.timeline == nullptr) return;
@@ -347,6 +354,49 @@ void Job::Join(int32_t rank, const wire::Join& msg, Clock::time_point now, Outbo
   if (!everyone) return;
   for (const JoinWaiter& w : joins_[msg.set_id()]) ReplyJoin(w, msg.set_id(), Status::Ok(), last, out);
   joins_.erase(msg.set_id());
+}
+
+void Job::CommId(int32_t rank, const wire::CommId& msg, Outbox* out) {
+  const int32_t set_id = msg.set_id();
+  auto it = negotiators_.find(set_id);
+  Status status;
+  if (it == negotiators_.end()) {
+    const std::vector<int32_t>* unused = nullptr;
+    status = sets_.Members(set_id, &unused);
+    status = Status(Code::kUnknownSet, fmt::format("cannot relay rank {}'s NCCL unique id: {}", rank,
+                                                   status.ok() ? "no such set" : status.message()));
+  } else if (const Negotiator& set = it->second; !set.contains(rank)) {
+    status = Status(Code::kNotAMember,
+                    fmt::format("rank {} sent the NCCL unique id of process set {}, which it is "
+                                "not a member of",
+                                rank, set_id));
+  } else if (set.members().front() != rank) {
+    status = Status(Code::kInvalidArgument,
+                    fmt::format("rank {} sent the NCCL unique id of process set {}, but only its "
+                                "first member (rank {}) generates it",
+                                rank, set_id, set.members().front()));
+  } else if (msg.device_group() < 0 ||
+             static_cast<size_t>(msg.device_group()) >= set.device_groups()) {
+    // Groups are numbered when a collective first runs on them, before any member hears of it.
+    status = Status(Code::kInvalidArgument,
+                    fmt::format("rank {} sent the NCCL unique id of device group {} of process set "
+                                "{}, {}",
+                                rank, msg.device_group(), set_id,
+                                set.device_groups() == 0
+                                    ? std::string("which has no device groups yet")
+                                    : fmt::format("which has device groups 0 to {}",
+                                                  set.device_groups() - 1)));
+  } else if (msg.id().empty() || msg.id().size() > kMaxCommIdBytes) {
+    status = Status(Code::kInvalidArgument,
+                    fmt::format("rank {} sent an NCCL unique id of {} bytes for process set {}; "
+                                "it must have 1 to {} bytes",
+                                rank, msg.id().size(), set_id, kMaxCommIdBytes));
+  }
+  if (!status.ok()) return Refuse(rank, status, set_id, "", out);
+  wire::Frame frame;
+  *frame.mutable_comm_id() = msg;
+  for (int32_t member : it->second.members())
+    if (member != rank && alive(member)) out->push_back({peer_of_rank_[member], frame});
 }
 
 void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::Response> responses,

@@ -71,6 +71,9 @@ class Job {
   bool has_released() const { return !released_.empty(); }
   const wire::CoordinatorCounters& counters() const { return counters_; }
   void Join(int32_t rank, const wire::Join& msg, Clock::time_point now, Outbox* out);
+  // Relays the NCCL unique id the first member of a set generated to the set's other members,
+  // unchanged; keeps nothing. Anything else is refused to `rank`.
+  void CommId(int32_t rank, const wire::CommId& msg, Outbox* out);
   // Orderly leave (Bye): collectives still waiting for this rank fail on the others.
   void Leave(int32_t rank, Outbox* out);
   // The application aborted `rank`: its sets break and every live rank is told, by name.

@@ -73,6 +73,16 @@ Status ValidateTensorSpec(const wire::TensorSpec& spec) {
     return Invalid(fmt::format("tensor '{}': unknown collective kind {}", spec.name(),
                                static_cast<int>(spec.kind())));
   if (spec.kind() == wire::COLLECTIVE_BARRIER) return Status::Ok();  // carries no tensor
+  // The device decides the collective's path (negotiator.cc, ChooseDevicePath).
+  if (spec.device_type() != 0 && spec.device_type() != 1)
+    return Invalid(fmt::format("tensor '{}': unknown device type {}", spec.name(),
+                               spec.device_type()));
+  if (spec.device_index() < 0)
+    return Invalid(fmt::format("tensor '{}': negative device index {}", spec.name(),
+                               spec.device_index()));
+  if (!spec.device_uuid().empty() && spec.device_uuid().size() != kDeviceUuidBytes)
+    return Invalid(fmt::format("tensor '{}': a GPU uuid of {} bytes, not {}", spec.name(),
+                               spec.device_uuid().size(), kDeviceUuidBytes));
   if (!IsValidDType(spec.dtype()))
     return Invalid(fmt::format("tensor '{}': unknown dtype {}", spec.name(), spec.dtype()));
   const bool reduces = spec.kind() == wire::COLLECTIVE_ALLREDUCE ||
@@ -129,6 +139,8 @@ Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
       return CheckTimeoutLimit("join: timeout", frame->join().timeout_ms());
     case wire::Frame::kBye:
     case wire::Frame::kHeartbeat:
+    // Checked against its set by the job (Job::CommId), whose refusal names the set.
+    case wire::Frame::kCommId:
     case wire::Frame::kCountersQuery:
     case wire::Frame::kAbort:
       return Status::Ok();

@@ -19,6 +19,8 @@ constexpr int32_t kMaxWorldSize = 1 << 20;
 constexpr int kMaxStaticSets = 4096;
 constexpr int kMaxTensorsPerAnnounce = 65536;
 constexpr int32_t kMaxCacheCapacity = 1 << 20;
+constexpr size_t kDeviceUuidBytes = 16;  // TensorSpec.device_uuid, when given
+constexpr size_t kMaxCommIdBytes = 512;  // CommId.id (NCCL's unique id has 128)
 // Timeouts and stall thresholds, in milliseconds (about 34 years): a deadline `now + timeout` in
 // nanoseconds of the steady clock stays far from overflowing.
 constexpr int64_t kMaxTimeoutMs = int64_t{1} << 40;

@@ -34,7 +34,14 @@ class Negotiator {
   // rank announcing without end cannot grow tuttid's memory without bound.
   static constexpr size_t kMaxPending = 1 << 20;
 
-  Negotiator(int32_t set_id, std::vector<int32_t> members, uint32_t cache_capacity = 0);
+  // Device combinations (docs/wire-protocol.md, "Device paths") one set may use; a collective on
+  // a further one fails with kLimitExceeded, so that a rank cannot grow the table without bound.
+  static constexpr size_t kMaxDeviceGroups = 64;
+
+  // `hosts`: each member's host identity (Register.host), indexed like `members`; empty: all on
+  // one host.
+  Negotiator(int32_t set_id, std::vector<int32_t> members, uint32_t cache_capacity = 0,
+             const std::vector<std::string>& hosts = {});
 
   const std::vector<int32_t>& members() const { return members_; }
   ResponseCache& cache() { return cache_; }
@@ -48,6 +55,10 @@ class Negotiator {
   void set_budget(PendingBudget* budget) { budget_ = budget; }
   // Reports completed negotiations to `metrics` (which outlives the negotiator).
   void set_metrics(ServiceMetrics* metrics) { metrics_ = metrics; }
+  // Names the job in log lines (the staged-path warnings).
+  void set_job(std::string job) { job_ = std::move(job); }
+  // Device combinations assigned a device group so far (groups 0 .. n-1).
+  size_t device_groups() const { return device_groups_.size(); }
   size_t pending_count() const { return pending_.size(); }
 
   // Records `rank`'s announcement of `spec`. If that completes the tensor, appends its response to
@@ -110,7 +121,10 @@ class Negotiator {
   // Records a member's announcement (full or expanded from the cache) and releases what completes.
   Status Record(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready,
                 Clock::time_point now);
-  wire::Response Resolve(const std::string& name, const Pending& pending) const;
+  wire::Response Resolve(const std::string& name, const Pending& pending);
+  // Sets the device path and group of a response that resolved without error (partial: some
+  // members joined and announced nothing).
+  void ChooseDevicePath(const std::string& name, const Pending& pending, wire::Response* response);
   // Releases the tensor if every member that has not joined announced it; `last_rank` completed it.
   void ReleaseIfComplete(std::unordered_map<std::string, Pending>::iterator entry,
                          int32_t last_rank, std::vector<wire::Response>* ready);
@@ -132,6 +146,17 @@ class Negotiator {
   int32_t track_ = 0;
   PendingBudget* budget_ = nullptr;
   ServiceMetrics* metrics_ = nullptr;
+  std::string job_;
+  // Per member: the index of the first member on the same host, so that host identities (of any
+  // length) are compared once, here, and device combinations stay small.
+  std::vector<uint32_t> host_of_;
+  std::vector<std::string> host_names_;  // by member, for log lines: the identity's hostname part
+  struct DeviceGroup {
+    int32_t index;
+    wire::DevicePath path;
+  };
+  // Device combination (encoded by member: device type, host, GPU uuid and index) -> its group.
+  std::unordered_map<std::string, DeviceGroup> device_groups_;
 };
 
 // "allreduce float32[4, 2] op=sum" plus any non-default scale factors and device.

@@ -40,6 +40,11 @@ void CheckSpec(const tutti::wire::TensorSpec& spec) {
   Check(!spec.name().empty(), "a tensor has no name");
   if (spec.kind() == wire::COLLECTIVE_BARRIER) return;
   Check(IsValidDType(spec.dtype()), "a tensor has an unknown dtype");
+  // negotiator.cc's device paths: a known device type, an index >= 0, no uuid or 16 bytes.
+  Check(spec.device_type() == 0 || spec.device_type() == 1, "a tensor has an unknown device type");
+  Check(spec.device_index() >= 0, "a device index is negative");
+  Check(spec.device_uuid().empty() || spec.device_uuid().size() == server::kDeviceUuidBytes,
+        "a GPU uuid has another length than 16 bytes");
   for (int64_t dim : spec.shape()) Check(dim >= 0, "a dimension is negative");
   // Byte sizes computed from a valid shape never overflow: the whole tensor's, and (allgather,
   // fusion.cc) the rows after the first dimension times the element size.

@@ -69,8 +69,13 @@ class Harness {
       if (LargeWorld(frame, length)) continue;
       const std::string id = PeerId(peer);
       spoke_.insert(id);
+      // A CommId the core relays now came from this peer: every other peer may receive it.
+      relayed_from_.clear();
+      for (int other = 0; other < fuzz::kPeers; ++other)
+        if (other != peer) relayed_from_[PeerId(other)] = id;
       core_.HandleFrame(id, frame, length, now_, &out_);
       Check();
+      relayed_from_.clear();
       if (op == fuzz::kFrameFlush || op == fuzz::kFrameFlushTick) Flush();
       if (op == fuzz::kFrameFlushTick) Tick();
     }
@@ -140,6 +145,18 @@ class Harness {
             Fail("an empty Execute");
           break;
         }
+        case wire::Frame::kCommId: {
+          // Relayed from a set's first member to the others, never back to the sender, and only
+          // ids a member could have generated.
+          const auto relayed = relayed_from_.find(o.peer);
+          if (relayed == relayed_from_.end() || relayed->second == o.peer)
+            Fail("a CommId relayed to its sender or to a rank that sent none");
+          if (frame.comm_id().id().empty() ||
+              frame.comm_id().id().size() > tutti::server::kMaxCommIdBytes ||
+              frame.comm_id().device_group() < 0)
+            Fail("a CommId relayed with a bad id or device group");
+          break;
+        }
         case wire::Frame::kSetReply:
         case wire::Frame::kRefusal:
         case wire::Frame::kHeartbeat:
@@ -175,6 +192,9 @@ class Harness {
           what += " '" + r.spec().name() + "'";
           if (r.cache_slot()) what += "@" + std::to_string(r.cache_slot() - 1);
           if (r.fused_size()) what += "+" + std::to_string(r.fused_size()) + " fused";
+          if (r.device_path() != wire::DEVICE_PATH_HOST)
+            what += " path " + std::to_string(r.device_path()) + "/" +
+                    std::to_string(r.device_group());
           if (r.has_error()) what += " (" + r.error().message() + ")";
         }
         for (uint32_t slot : f.execute().cache_evicted()) what += " evict " + std::to_string(slot);
@@ -182,6 +202,10 @@ class Harness {
       case wire::Frame::kHeartbeat: what = "heartbeat"; break;
       case wire::Frame::kFault: what = "fault " + f.fault().error().message(); break;
       case wire::Frame::kCoordinatorCounters: what = "counters"; break;
+      case wire::Frame::kCommId:
+        what = "comm_id set " + std::to_string(f.comm_id().set_id()) + " group " +
+               std::to_string(f.comm_id().device_group());
+        break;
       default: what = "?"; break;
     }
     fprintf(stderr, "  -> %s: %s\n", o.peer.c_str() + 1, what.c_str());
@@ -191,6 +215,8 @@ class Harness {
   Clock::time_point now_;
   Outbox out_;
   std::set<std::string> spoke_;
+  // While a frame is handled: receiver -> the peer whose CommId it may receive.
+  std::map<std::string, std::string> relayed_from_;
   std::map<std::pair<std::string, int32_t>, uint64_t> next_seq_;
 };
 

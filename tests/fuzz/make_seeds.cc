@@ -35,6 +35,14 @@ struct RegisterArgs {
   std::string transport = "auto";
 };
 
+// `spec` on GPU `index` whose 16-byte uuid is all `uuid` (0: the runtime gave none).
+wire::TensorSpec OnGpu(wire::TensorSpec spec, int32_t index, char uuid) {
+  spec.set_device_type(1);  // TUTTI_DEVICE_CUDA
+  spec.set_device_index(index);
+  if (uuid != 0) spec.set_device_uuid(std::string(16, uuid));
+  return spec;
+}
+
 wire::TensorSpec Spec(const std::string& name, wire::CollectiveKind kind,
                       std::initializer_list<int64_t> shape, DType dtype = DType::kFloat32) {
   wire::TensorSpec spec;
@@ -86,8 +94,10 @@ class Scenario {
     if (args.size == 1) welcomed_.insert(peer);  // alone: welcomed at once
   }
   // Registers peers 0..size-1 as ranks 0..size-1: the last one completes the rendezvous.
-  void Rendezvous(const RegisterArgs& args) {
-    for (int32_t rank = 0; rank < args.size; ++rank) Register(rank, rank, args);
+  // `hosts`: each rank's host identity (default: all on hostA).
+  void Rendezvous(const RegisterArgs& args, const std::vector<std::string>& hosts = {}) {
+    for (int32_t rank = 0; rank < args.size; ++rank)
+      Register(rank, rank, args, hosts.empty() ? "hostA" : hosts[rank]);
     for (int32_t rank = 0; rank < args.size; ++rank) welcomed_.insert(rank);
   }
 
@@ -159,6 +169,14 @@ class Scenario {
   void CountersQuery(int peer, uint64_t request_id) {
     wire::Frame frame;
     frame.mutable_counters_query()->set_request_id(request_id);
+    Send(peer, std::move(frame));
+  }
+  // The set's first member relays the NCCL unique id of a device group (client/comm_id_mailbox).
+  void CommId(int peer, int32_t set_id, int32_t device_group, const std::string& id) {
+    wire::Frame frame;
+    frame.mutable_comm_id()->set_set_id(set_id);
+    frame.mutable_comm_id()->set_device_group(device_group);
+    frame.mutable_comm_id()->set_id(id);
     Send(peer, std::move(frame));
   }
   void Abort(int peer) {
@@ -432,6 +450,32 @@ const std::vector<std::pair<std::string, std::function<void(Scenario&)>>> kScena
        s.Send(0, early);  // registers nothing first
        s.Send(3, early, fuzz::kFrameFlushTick);
        s.Bye(3);
+     }},
+    // GPU tensors: own GPUs (NCCL) with the first member relaying the NCCL unique id, then a
+    // shared GPU, a host member and a joined one (staged); CommIds the job refuses.
+    {"device_paths_and_comm_id",
+     [](Scenario& s) {
+       RegisterArgs args;
+       args.size = 3;
+       s.Rendezvous(args, {"hostA", "hostA", "hostB"});
+       const auto g = Spec("grad.w", COLLECTIVE_ALLREDUCE, {256});
+       s.Announce(0, 0, {OnGpu(g, 0, 'a')}, fuzz::kFrame);
+       s.Announce(1, 0, {OnGpu(g, 1, 'b')}, fuzz::kFrame);
+       s.Announce(2, 0, {OnGpu(g, 0, 'a')});
+       s.CommId(0, 0, 0, std::string(128, '\x5a'));
+       s.CommId(1, 0, 0, std::string(128, '\x5a'));  // not the first member
+       s.CommId(0, 0, -1, "x");
+       s.CommId(0, 0, 7, "x");
+       s.CommId(0, 9, 0, "x");
+       s.CommId(0, 0, 0, std::string(513, 'x'));
+       const auto b = Spec("grad.b", COLLECTIVE_ALLREDUCE, {16});
+       s.Announce(0, 0, {OnGpu(b, 0, 'a')});
+       s.Announce(1, 0, {OnGpu(b, 0, 'a')});  // rank 0's GPU
+       s.Announce(2, 0, {b});                   // host memory
+       s.Join(2, 4, 0);
+       s.Announce(0, 0, {OnGpu(Spec("late", COLLECTIVE_ALLREDUCE, {8}), 0, 0)});
+       s.Announce(1, 0, {OnGpu(Spec("late", COLLECTIVE_ALLREDUCE, {8}), 0, 0)});
+       s.ByeAll(3);
      }},
     // A tiny response cache: tensors take turns in one slot, evictions are acknowledged.
     {"cache_eviction",

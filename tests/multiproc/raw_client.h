@@ -35,6 +35,12 @@ class RawClient {
       return "not a refusal";
     return std::to_string(frame.refusal().error().code()) + " " + frame.refusal().error().message();
   }
+  // The next frame tuttid sent, or false if none came within the receive timeout.
+  bool Receive(wire::Frame* frame) {
+    zmq::message_t reply;
+    if (!socket_.recv(reply)) return false;
+    return frame->ParseFromArray(reply.data(), static_cast<int>(reply.size()));
+  }
   void SetReceiveTimeout(int ms) { socket_.set(zmq::sockopt::rcvtimeo, ms); }
 
  private:

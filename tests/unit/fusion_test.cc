@@ -51,6 +51,33 @@ TEST(Fusion, OpsAndScaleFactorsMustMatch) {
             (std::vector<std::string>{"sum+sum2", "max", "scaled"}));
 }
 
+TEST(Fusion, OnlyTensorsOnTheSameDevicePathAndGroupFuse) {
+  std::vector<wire::Response> batch = {Released("g0a", 4), Released("g1a", 4), Released("host", 4),
+                                       Released("g0b", 4), Released("staged", 4),
+                                       Released("g1b", 4), Released("host2", 4)};
+  for (int i : {0, 1, 3, 5}) batch[i].set_device_path(wire::DEVICE_PATH_NCCL);
+  batch[1].set_device_group(1);
+  batch[5].set_device_group(1);
+  // Same group number, but staged: another path (and buffer memory) than NCCL's group 0.
+  batch[4].set_device_path(wire::DEVICE_PATH_STAGED);
+  const auto plan = PlanCollectives(batch, 1 << 20);
+  EXPECT_EQ(Names(plan), (std::vector<std::string>{"g0a+g0b", "g1a+g1b", "host+host2", "staged"}));
+  // The fused collective keeps its head's path and group.
+  EXPECT_EQ(plan[1].device_path(), wire::DEVICE_PATH_NCCL);
+  EXPECT_EQ(plan[1].device_group(), 1);
+}
+
+TEST(Fusion, DeviceIndicesInTheSpecDoNotSplitAGroup) {
+  // Members number their GPUs differently; the spec carries the first member's index only.
+  std::vector<wire::Response> batch = {Released("a", 4), Released("b", 4)};
+  for (auto& r : batch) r.set_device_path(wire::DEVICE_PATH_NCCL);
+  batch[0].mutable_spec()->set_device_type(1);
+  batch[0].mutable_spec()->set_device_index(0);
+  batch[1].mutable_spec()->set_device_type(1);
+  batch[1].mutable_spec()->set_device_index(3);
+  EXPECT_EQ(Names(PlanCollectives(batch, 1 << 20)), (std::vector<std::string>{"a+b"}));
+}
+
 TEST(Fusion, ThresholdLooksAheadForTensorsThatStillFit) {
   // 400-byte threshold: a (160 B) + b (200 B) fit; c (80 B) no longer does; d (40 B) does.
   std::vector<wire::Response> batch = {Released("a", 40), Released("b", 50), Released("c", 20),

@@ -127,6 +127,34 @@ TEST(MessageCodec, ChecksTensorSpecs) {
   EXPECT_TRUE(Decode(AnnounceOf(spec)).ok());
 }
 
+TEST(MessageCodec, ChecksDevices) {
+  auto spec = ValidSpec();
+  spec.set_device_type(1);
+  spec.set_device_index(3);
+  spec.set_device_uuid(std::string(16, '\x7f'));
+  EXPECT_TRUE(Decode(AnnounceOf(spec)).ok());
+  spec.set_device_uuid("");  // a runtime that cannot tell
+  EXPECT_TRUE(Decode(AnnounceOf(spec)).ok());
+  spec.set_device_uuid(std::string(17, 'u'));
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument,
+              "tensor 'grad': a GPU uuid of 17 bytes, not 16");
+  spec = ValidSpec();
+  spec.set_device_type(2);
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument, "tensor 'grad': unknown device type 2");
+  spec = ValidSpec();
+  spec.set_device_type(1);
+  spec.set_device_index(-1);
+  ExpectError(Decode(AnnounceOf(spec)), Code::kInvalidArgument,
+              "tensor 'grad': negative device index -1");
+}
+
+TEST(MessageCodec, AdmitsCommIdForTheJobToCheck) {
+  // Its set, sender and size are checked against the job (Job::CommId), whose refusal names the set.
+  wire::Frame frame;
+  frame.mutable_comm_id()->set_set_id(-4);
+  EXPECT_TRUE(Decode(frame).ok());
+}
+
 // Deadlines are now + timeout on the steady clock's nanoseconds: timeouts beyond 2^40 ms (about 34
 // years) are refused rather than overflowing it (tests/fuzz/regressions/*timeout*, *stall*).
 TEST(MessageCodec, RefusesTimeoutsThatWouldOverflowTheClock) {
