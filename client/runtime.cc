@@ -657,6 +657,11 @@ std::shared_ptr<Request> Runtime::JoinedShare(int32_t set_id, const wire::Tensor
   Request::Operation op;
   op.spec = spec;
   op.spec.set_prescale(1.0);  // the identity is contributed as is
+  // The share lives in host memory whatever the others use (tuttid stages a set with a joined
+  // member: docs/gpu.md).
+  op.spec.set_device_type(0);
+  op.spec.set_device_index(0);
+  op.spec.clear_device_uuid();
   const auto dtype = static_cast<DType>(spec.dtype());
   size_t count = 1;
   for (int64_t d : spec.shape()) count *= static_cast<size_t>(d);

@@ -373,9 +373,14 @@ TEST(CApi, AllreduceArgumentErrors) {
   EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "input.shape is NULL");
   bad = t.desc;
+  bad.device_type = 9;
+  EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "allreduce 'x': input tensor has unknown device type 9");
   bad.device_type = TUTTI_DEVICE_CUDA;
-  EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_UNSUPPORTED);
-  EXPECT_EQ(LastError(), "allreduce 'x': input tensor is on a device; this build runs CPU tensors only");
+  bad.device_index = -1;
+  EXPECT_EQ(submit(&bad, &bad, nullptr), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "allreduce 'x': input tensor has device index -1");
+  // Device tensors where no GPU is usable: CApi.DeviceTensorWithoutUsableGpuFailsWithItsOwnStatus.
 
   tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
   options.reduce_op = 0;
