@@ -34,10 +34,16 @@ if(NOT TUTTI_GPU STREQUAL "OFF")
 endif()
 
 function(tutti_add_gpu_module)
+  # The batched copy kernel, compiled once for the module, its tests and its benchmark.
+  add_library(tutti_copy_kernels OBJECT gpu/copy_kernels.cu)
+  set_target_properties(tutti_copy_kernels PROPERTIES POSITION_INDEPENDENT_CODE ON
+    CUDA_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden)
+  target_include_directories(tutti_copy_kernels PUBLIC ${CMAKE_SOURCE_DIR})
+  target_link_libraries(tutti_copy_kernels PUBLIC tutti_common CUDA::cudart)
+
   add_library(tutti_cuda MODULE
     gpu/cuda_module.cc
-    gpu/set_device.cc
-    gpu/copy_kernels.cu)
+    gpu/set_device.cc)
   set_target_properties(tutti_cuda PROPERTIES
     PREFIX "lib" OUTPUT_NAME tutti_cuda
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}
@@ -51,7 +57,7 @@ function(tutti_add_gpu_module)
   set_property(TARGET tutti_cuda APPEND PROPERTY BUILD_RPATH ${nccl_dir})
   set_property(TARGET tutti_cuda APPEND PROPERTY INSTALL_RPATH ${nccl_dir})
   target_include_directories(tutti_cuda PRIVATE ${CMAKE_SOURCE_DIR} ${NCCL_INCLUDE_DIR})
-  target_link_libraries(tutti_cuda PRIVATE tutti_common CUDA::cudart ${NCCL_LIBRARY})
+  target_link_libraries(tutti_cuda PRIVATE tutti_copy_kernels tutti_common CUDA::cudart ${NCCL_LIBRARY})
   target_link_options(tutti_cuda PRIVATE -Wl,--version-script=${CMAKE_SOURCE_DIR}/gpu/module.map
                       -Wl,--no-undefined)
   # Warnings flags of the C++ side mean nothing to nvcc's front end.

@@ -1,0 +1,214 @@
+// Device collectives on machines without a GPU, through the simulated GPU module
+// (tests/gpu_sim/sim_module.cc: host memory for device memory, no NCCL) loaded in place of the
+// real one with TUTTI_GPU_MODULE: tuttid's path decision, the staged path end to end with device
+// results, stream waits, and the NCCL unique-id relay between members. Ranks live in this process
+// (explicit handles allow several) against a real tuttid.
+#include <tutti/tutti.h>
+
+#include <cstdlib>
+#include <future>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "multiproc/cluster.h"
+
+namespace tutti::testing {
+namespace {
+
+std::string LastError() { return tutti_last_error(); }
+
+class Job {
+ public:
+  Job(const Tuttid& tuttid, int size) : job_(UniqueJobId()) {
+    std::vector<std::future<tutti_runtime_t>> pending;
+    for (int r = 0; r < size; ++r)
+      pending.push_back(std::async(std::launch::async, [&, r] {
+        tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
+        options.coordinator = tuttid.endpoint().c_str();
+        options.job = job_.c_str();
+        options.token = "t";
+        options.rank = r;
+        options.size = size;
+        options.timeout_ms = 30000;
+        tutti_runtime_t rt = nullptr;
+        EXPECT_EQ(tutti_init(&options, &rt), TUTTI_OK) << tutti_last_error();
+        return rt;
+      }));
+    for (auto& p : pending) runtimes_.push_back(p.get());
+  }
+  ~Job() {
+    for (auto rt : runtimes_)
+      if (rt) tutti_finalize(rt);
+  }
+  tutti_runtime_t operator[](int r) const { return runtimes_[r]; }
+
+ private:
+  std::string job_;
+  std::vector<tutti_runtime_t> runtimes_;
+};
+
+// A float32 tensor on (simulated) cuda:`device`, or on the host with device < 0.
+struct Tensor {
+  Tensor(int64_t rows, int device) : values(rows), shape{rows} {
+    desc.data = values.data();
+    desc.dtype = TUTTI_DTYPE_FLOAT32;
+    desc.ndim = 1;
+    desc.shape = shape.data();
+    if (device >= 0) {
+      desc.device_type = TUTTI_DEVICE_CUDA;
+      desc.device_index = device;
+    }
+  }
+  std::vector<float> values;
+  std::vector<int64_t> shape;
+  tutti_tensor_t desc = TUTTI_TENSOR_INIT;
+};
+
+std::vector<float> OutputOf(tutti_request_t request, int32_t expected_device_type) {
+  tutti_tensor_t out = TUTTI_TENSOR_INIT;
+  EXPECT_EQ(tutti_request_output(request, &out), TUTTI_OK) << LastError();
+  EXPECT_EQ(out.device_type, expected_device_type);
+  const auto* data = static_cast<const float*>(out.data);
+  return std::vector<float>(data, data + (out.ndim ? out.shape[0] : 0));
+}
+
+TEST(GpuSim, TheSimulatedModuleIsTheOneLoaded) {
+  EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CUDA, 1), TUTTI_OK) << LastError();
+  EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CUDA, 2), TUTTI_ERR_DEVICE_UNAVAILABLE);
+  EXPECT_EQ(LastError(), "gpu sim: no device 2");
+}
+
+// Two ranks on one GPU: tuttid stages the set through host memory; every kind works, fused or
+// not, and results the library allocates are device memory (the module's).
+TEST(GpuSim, RanksSharingOneGpuGoThroughStaging) {
+  Tuttid tuttid;
+  Job job(tuttid, 2);
+  // Three allreduces released together: fused through the staging buffer; average and scales.
+  std::vector<std::vector<Tensor>> grads(2);
+  tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  options.reduce_op = TUTTI_OP_AVERAGE;
+  options.postscale_factor = 2.0;
+  std::vector<tutti_request_t> requests;
+  for (int r = 0; r < 2; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      grads[r].emplace_back(100 + k, 0);
+    }
+    for (int k = 0; k < 3; ++k) {
+      auto& t = grads[r][k];
+      for (size_t i = 0; i < t.values.size(); ++i) t.values[i] = static_cast<float>((r + 1) * (i + k));
+      const std::string name = "g" + std::to_string(k);
+      tutti_request_t request;
+      ASSERT_EQ(tutti_allreduce(job[r], name.c_str(), TUTTI_WORLD, &t.desc, &t.desc, &options, &request), TUTTI_OK)
+          << LastError();
+      requests.push_back(request);
+    }
+  }
+  for (auto request : requests) {
+    EXPECT_EQ(tutti_request_stream_wait(request, nullptr, 30000), TUTTI_OK) << LastError();
+    EXPECT_EQ(tutti_request_wait(request, 30000), TUTTI_OK) << LastError();
+    tutti_request_free(request);
+  }
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k < 3; ++k)
+      for (size_t i = 0; i < grads[r][k].values.size(); ++i)
+        ASSERT_EQ(grads[r][k].values[i], 3.0f * (i + k)) << r << " " << k << " " << i;  // (1+2)/2 * 2
+
+  // Allgather of uneven rows, reducescatter and alltoall: device results.
+  Tensor a0(1, 0), a1(2, 0);
+  a0.values = {5};
+  a1.values = {6, 7};
+  tutti_request_t g[2];
+  ASSERT_EQ(tutti_allgather(job[0], "rows", TUTTI_WORLD, &a0.desc, &g[0]), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_allgather(job[1], "rows", TUTTI_WORLD, &a1.desc, &g[1]), TUTTI_OK) << LastError();
+  for (auto request : g) {
+    ASSERT_EQ(tutti_request_wait(request, 30000), TUTTI_OK) << LastError();
+    EXPECT_EQ(OutputOf(request, TUTTI_DEVICE_CUDA), (std::vector<float>{5, 6, 7}));
+    tutti_request_free(request);
+  }
+  Tensor s0(4, 0), s1(4, 0);
+  s0.values = {1, 2, 3, 4};
+  s1.values = {10, 20, 30, 40};
+  ASSERT_EQ(tutti_reducescatter(job[0], "rs", TUTTI_WORLD, &s0.desc, nullptr, &g[0]), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_reducescatter(job[1], "rs", TUTTI_WORLD, &s1.desc, nullptr, &g[1]), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_request_wait(g[0], 30000), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_request_wait(g[1], 30000), TUTTI_OK) << LastError();
+  EXPECT_EQ(OutputOf(g[0], TUTTI_DEVICE_CUDA), (std::vector<float>{11, 22}));
+  EXPECT_EQ(OutputOf(g[1], TUTTI_DEVICE_CUDA), (std::vector<float>{33, 44}));
+  for (auto request : g) tutti_request_free(request);
+  ASSERT_EQ(tutti_alltoall(job[0], "a2a", TUTTI_WORLD, &s0.desc, nullptr, 0, &g[0]), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_alltoall(job[1], "a2a", TUTTI_WORLD, &s1.desc, nullptr, 0, &g[1]), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_request_wait(g[0], 30000), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_request_wait(g[1], 30000), TUTTI_OK) << LastError();
+  EXPECT_EQ(OutputOf(g[0], TUTTI_DEVICE_CUDA), (std::vector<float>{1, 2, 10, 20}));
+  EXPECT_EQ(OutputOf(g[1], TUTTI_DEVICE_CUDA), (std::vector<float>{3, 4, 30, 40}));
+  for (auto request : g) tutti_request_free(request);
+
+  // Broadcast in place from rank 1.
+  s0.values = {0, 0, 0, 0};
+  ASSERT_EQ(tutti_broadcast(job[0], "b", TUTTI_WORLD, &s0.desc, 1, &g[0]), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_broadcast(job[1], "b", TUTTI_WORLD, &s1.desc, 1, &g[1]), TUTTI_OK) << LastError();
+  for (auto request : g) {
+    ASSERT_EQ(tutti_request_wait(request, 30000), TUTTI_OK) << LastError();
+    tutti_request_free(request);
+  }
+  EXPECT_EQ(s0.values, (std::vector<float>{10, 20, 30, 40}));
+}
+
+// One member on the host, the other on a GPU: staged too, and the host member's result is in
+// host memory while the device member's is on its device.
+TEST(GpuSim, HostAndDeviceMembersMix) {
+  Tuttid tuttid;
+  Job job(tuttid, 2);
+  Tensor host(2, -1), device(3, 1);
+  host.values = {1, 2};
+  device.values = {3, 4, 5};
+  tutti_request_t g[2];
+  ASSERT_EQ(tutti_allgather(job[0], "mix", TUTTI_WORLD, &host.desc, &g[0]), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_allgather(job[1], "mix", TUTTI_WORLD, &device.desc, &g[1]), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_request_wait(g[0], 30000), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_request_wait(g[1], 30000), TUTTI_OK) << LastError();
+  EXPECT_EQ(OutputOf(g[0], TUTTI_DEVICE_CPU), (std::vector<float>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(OutputOf(g[1], TUTTI_DEVICE_CUDA), (std::vector<float>{1, 2, 3, 4, 5}));
+  for (auto request : g) tutti_request_free(request);
+}
+
+// Each member on a GPU of its own: tuttid picks NCCL; the first member makes the unique id and
+// tuttid relays it, so both members try to create a communicator with the same id (which the
+// simulated module, having no NCCL, then refuses, naming the id it got).
+TEST(GpuSim, NcclUniqueIdReachesEveryMemberThroughTuttid) {
+  Tuttid tuttid;
+  Job job(tuttid, 2);
+  Tensor t0(8, 0), t1(8, 1);
+  tutti_request_t r[2];
+  ASSERT_EQ(tutti_allreduce(job[0], "nccl", TUTTI_WORLD, &t0.desc, &t0.desc, nullptr, &r[0]), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_allreduce(job[1], "nccl", TUTTI_WORLD, &t1.desc, &t1.desc, nullptr, &r[1]), TUTTI_OK) << LastError();
+  std::string messages[2];
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(tutti_request_wait(r[i], 30000), TUTTI_ERR_UNSUPPORTED);
+    messages[i] = LastError();
+    tutti_request_free(r[i]);
+  }
+  // "gpu sim: NCCL communicator 0 with id <16 hex> as rank R of 2 cannot be created ..."
+  const std::string prefix = "gpu sim: NCCL communicator 0 with id ";
+  ASSERT_EQ(messages[0].rfind(prefix, 0), 0u) << messages[0];
+  ASSERT_EQ(messages[1].rfind(prefix, 0), 0u) << messages[1];
+  const std::string id0 = messages[0].substr(prefix.size(), 16), id1 = messages[1].substr(prefix.size(), 16);
+  EXPECT_EQ(id0, id1);
+  EXPECT_EQ(messages[0].substr(prefix.size() + 16),
+            " as rank 0 of 2 cannot be created without NCCL (allreduce 'nccl' on process set 0)");
+  EXPECT_EQ(messages[1].substr(prefix.size() + 16),
+            " as rank 1 of 2 cannot be created without NCCL (allreduce 'nccl' on process set 0)");
+}
+
+}  // namespace
+}  // namespace tutti::testing
+
+int main(int argc, char** argv) {
+  // Before anything loads a GPU module: the simulated one, built next to this test.
+  setenv("TUTTI_GPU_MODULE", TUTTI_SIM_MODULE_PATH, 1);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
