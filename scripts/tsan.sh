@@ -27,7 +27,7 @@ fi
 # those of them this tree has; not the pure unit tests nor the benchmarks.
 programs=()
 targets=$(cmake --build "$build" --target help)
-for program in multiproc_tests tuttirun_test device_tests; do
+for program in multiproc_tests tuttirun_test device_tests gpu_sim_tests tutti_gpu_sim; do
   if grep -q "^$program: " <<<"$targets"; then programs+=("$program"); fi
 done
 cmake --build "$build" -j "$jobs" --target "${programs[@]}"
@@ -41,11 +41,13 @@ cmake --build "$build" -j "$jobs" --target "${programs[@]}"
 #  - Transport, Transports/PointToPointOver, TwoHosts, Handshake: both data-plane backends, chosen
 #    per pair, and the device's acceptor thread;
 #  - Curve: tuttid and the ranks with CURVE authentication;
-#  - Tuttirun: tuttirun's coordinator thread next to its rank-supervising main thread.
+#  - Tuttirun: tuttirun's coordinator thread next to its rank-supervising main thread;
+#  - GpuSim: device lanes (staging, the NCCL id mailbox fed by the I/O thread, stream waits)
+#    through the simulated GPU module.
 # Left out: large payloads (Ranks/Transports, Collectives.Large64MiBOnTheWorld: a minute each
 # under TSan, moving more bytes through the same interleavings), and what exercises a
 # single-threaded tuttid alone (Jobs, BadFrames, Floods, Tuttid).
-tests='^(CApi|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun)\.'
+tests='^(CApi|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim)\.'
 large='^Collectives\.Large'
 
 # Only tests of those programs: unit_tests has suites of the same names (Fusion, Priorities) whose
