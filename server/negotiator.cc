@@ -389,6 +389,10 @@ void Negotiator::ChooseDevicePath(const std::string& name, const Pending& pendin
     }
     // Why the collective cannot run on NCCL, if it cannot.
     std::string staged;
+    auto OnHost = [this](size_t member) {
+      return host_names_[member].empty() ? std::string("on one host")
+                                         : "on host " + host_names_[member];
+    };
     const auto joined = std::find_if(specs.begin(), specs.end(), [](const auto& s) { return !s; });
     const auto on_host = std::find_if(specs.begin(), specs.end(), [](const auto& s) {
       return s && s->device_type() != kCuda;
@@ -422,8 +426,8 @@ void Negotiator::ChooseDevicePath(const std::string& name, const Pending& pendin
           id += spec.device_uuid();
           auto [at, fresh] = by_uuid.try_emplace(std::move(id), i);
           if (!fresh) {
-            staged = fmt::format("ranks {} and {} share GPU {} on host {}", members_[at->second],
-                                 members_[i], FormatUuid(spec.device_uuid()), host_names_[i]);
+            staged = fmt::format("ranks {} and {} share GPU {} {}", members_[at->second],
+                                 members_[i], FormatUuid(spec.device_uuid()), OnHost(i));
             break;
           }
         }
@@ -431,8 +435,8 @@ void Negotiator::ChooseDevicePath(const std::string& name, const Pending& pendin
         if (!fresh) other = has_uuid ? at->second.first_without_uuid : at->second.first;
         if (!has_uuid && !at->second.first_without_uuid) at->second.first_without_uuid = i;
         if (other)
-          staged = fmt::format("ranks {} and {} share GPU cuda:{} on host {}", members_[*other],
-                               members_[i], spec.device_index(), host_names_[i]);
+          staged = fmt::format("ranks {} and {} share GPU cuda:{} {}", members_[*other],
+                               members_[i], spec.device_index(), OnHost(i));
       }
     }
     const DeviceGroup group{static_cast<int32_t>(device_groups_.size()),
