@@ -50,7 +50,7 @@ function(tutti_add_gpu_module)
     CXX_VISIBILITY_PRESET hidden CUDA_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
     CUDA_RUNTIME_LIBRARY Shared
     # Found at run time where this build found them; elsewhere through LD_LIBRARY_PATH.
-    INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR};$<TARGET_FILE_DIR:CUDA::cudart>"
+    INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}"
     BUILD_RPATH "${CUDAToolkit_LIBRARY_DIR}"
     LINK_DEPENDS ${CMAKE_SOURCE_DIR}/gpu/module.map)
   get_filename_component(nccl_dir ${NCCL_LIBRARY} DIRECTORY)

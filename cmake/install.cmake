@@ -14,6 +14,11 @@ install(TARGETS tutti EXPORT tuttiTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/capi/include/tutti/tutti.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tutti)
+# The GPU module (docs/gpu.md) goes next to libtutti.so, where its loader looks first. Its RPATH
+# names the CUDA and NCCL directories of the build machine.
+if(TARGET tutti_cuda)
+  install(TARGETS tutti_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 # ---- CMake package ----------------------------------------------------------------------------
 install(EXPORT tuttiTargets NAMESPACE tutti:: FILE tuttiTargets.cmake
