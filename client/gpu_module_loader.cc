@@ -52,7 +52,7 @@ Status Load(gpu::Module** module) {
     char error[256] = "";
     if (open(gpu::kModuleApi, module, error, sizeof error) != 0)
       return Status(Code::kDeviceUnavailable, "cannot load the GPU module " + path + ": " + error);
-    Log().info("tutti: GPU module {} loaded: {}", path, (*module)->Describe());
+    Log().info("GPU module {} loaded: {}", path, (*module)->Describe());
     return Status::Ok();  // the handle stays open for the life of the process
   }
   return Status(Code::kDeviceUnavailable, "cannot load the GPU module: " + tried);

@@ -328,6 +328,24 @@ def main(tmp):
     expect(same_file(library, installed_library), f"the installed package loaded {library}")
     log(f"Python: tutti {version} from {os.path.dirname(module)}, library {library}")
 
+    # ---- the GPU module, found next to the installed library (docs/gpu.md) -----------------------
+    if os.path.exists(os.path.join(build_dir, "libtutti_cuda.so")):
+        installed_module = os.path.join(libdir, "libtutti_cuda.so")
+        expect(os.path.isfile(installed_module), f"not installed: {installed_module}")
+        out = run([sys.executable, "-s", "-c",
+                   "import tutti\n"
+                   "try:\n"
+                   "    tutti.device_check('cuda', 0)\n"
+                   "    print('device usable')\n"
+                   "except tutti.DeviceUnavailableError as e:\n"
+                   "    print('unavailable:', e)\n"],
+                  "load the installed GPU module", timeout=120,
+                  env=clean_env(PYTHONPATH=pythondir, TUTTI_LOG_LEVEL="info"), cwd=tmp)
+        loaded = re.search(r"GPU module (\S+) loaded", out)
+        expect(loaded is not None and same_file(loaded.group(1), installed_module),
+               f"the installed library did not load the installed GPU module:\n{out}")
+        log(f"GPU module: {installed_module} loaded ({out.strip().splitlines()[-1]})")
+
     script = ("import numpy as np, tutti\n"
               "tutti.init()\n"
               "total = tutti.allreduce(np.arange(4, dtype=np.float32) + tutti.rank())\n"
