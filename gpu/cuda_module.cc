@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "gpu/cuda_event.h"
@@ -46,10 +47,18 @@ class CudaModule final : public Module {
     return Status::Ok();
   }
 
+  // Asked for every submitted tensor: cudaGetDeviceProperties is far too slow for that, so each
+  // device's UUID is read once.
   Status DeviceUuid(int32_t index, std::string* uuid) override {
-    cudaDeviceProp properties;
-    TUTTI_CUDA(cudaGetDeviceProperties(&properties, index));
-    uuid->assign(properties.uuid.bytes, sizeof(properties.uuid.bytes));
+    std::lock_guard<std::mutex> lock(mu_);
+    auto known = uuids_.find(index);
+    if (known == uuids_.end()) {
+      cudaDeviceProp properties;
+      TUTTI_CUDA(cudaGetDeviceProperties(&properties, index));
+      known = uuids_.emplace(index, std::string(properties.uuid.bytes, sizeof(properties.uuid.bytes)))
+                  .first;
+    }
+    *uuid = known->second;
     return Status::Ok();
   }
 
@@ -80,6 +89,10 @@ class CudaModule final : public Module {
     DeviceGuard guard(index);
     cudaFree(buffer);  // synchronizes: the application may still read it on a stream of its own
   }
+
+ private:
+  std::mutex mu_;
+  std::map<int32_t, std::string> uuids_;  // guarded by mu_
 };
 
 }  // namespace
