@@ -181,7 +181,7 @@ TEST(Gpu, FusedAllreduceEveryDtypeAndOpThroughNccl) {
     for (int32_t op : ops) {
       SCOPED_TRACE(std::string(d.name) + " op " + std::to_string(op));
       std::vector<std::unique_ptr<DeviceTensor>> tensors;
-      std::vector<tutti_request_t> requests;
+      std::vector<tutti_tensor_t> descs;
       tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
       options.reduce_op = op;
       if (Floating(d.dtype)) {
@@ -192,18 +192,17 @@ TEST(Gpu, FusedAllreduceEveryDtypeAndOpThroughNccl) {
         auto t = std::make_unique<DeviceTensor>(d.dtype, 1000 + 37 * k, d.size);
         for (size_t i = 0; i < static_cast<size_t>(t->shape[0]); ++i) Put(*t, d.dtype, i, static_cast<double>((i + k) % 50));
         t->Upload();
-        tutti_request_t request;
-        const std::string name = std::string("t") + std::to_string(k);
-        ASSERT_EQ(tutti_allreduce(job[0], name.c_str(), TUTTI_WORLD, &t->desc, &t->desc, &options, &request),
-                  TUTTI_OK)
-            << LastError();
-        requests.push_back(request);
+        descs.push_back(t->desc);
         tensors.push_back(std::move(t));
       }
-      for (auto request : requests) {
-        ASSERT_EQ(tutti_request_wait(request, 60000), TUTTI_OK) << LastError();
-        tutti_request_free(request);
-      }
+      // A group is released whole, so its tensors always fuse (they fit the 1 MiB default).
+      const std::string name = std::string("group.") + d.name + "." + std::to_string(op);
+      tutti_request_t request;
+      ASSERT_EQ(tutti_grouped_allreduce(job[0], name.c_str(), TUTTI_WORLD, 8, descs.data(), descs.data(),
+                                        &options, &request), TUTTI_OK)
+          << LastError();
+      ASSERT_EQ(tutti_request_wait(request, 60000), TUTTI_OK) << LastError();
+      tutti_request_free(request);
       const double factor = Floating(d.dtype) ? 2.0 : 1.0;  // 4 * 0.5; one rank: average = sum
       for (int k = 0; k < 8; ++k) {
         auto& t = *tensors[k];
@@ -349,20 +348,17 @@ TEST(Gpu, TimelineOfOneFusedStep) {
   const std::string path = std::string(artifacts ? artifacts : ::testing::TempDir()) + "/gpu_fused_step.json";
   ASSERT_EQ(tutti_timeline_start(job[0], path.c_str()), TUTTI_OK) << LastError();
   std::vector<std::unique_ptr<DeviceTensor>> grads;
-  std::vector<tutti_request_t> requests;
+  std::vector<tutti_tensor_t> descs;
   for (int k = 0; k < 16; ++k) {
     grads.push_back(std::make_unique<DeviceTensor>(TUTTI_DTYPE_FLOAT32, 1 << (10 + k % 6), 4));
     CUDA_OK(cudaMemset(grads.back()->data, 0, grads.back()->bytes));
-    tutti_request_t request;
-    const std::string name = "layer" + std::to_string(k);
-    ASSERT_EQ(tutti_allreduce(job[0], name.c_str(), TUTTI_WORLD, &grads.back()->desc, &grads.back()->desc, nullptr,
-                              &request), TUTTI_OK);
-    requests.push_back(request);
+    descs.push_back(grads.back()->desc);
   }
-  for (auto request : requests) {
-    ASSERT_EQ(tutti_request_wait(request, 60000), TUTTI_OK) << LastError();
-    tutti_request_free(request);
-  }
+  tutti_request_t request;
+  ASSERT_EQ(tutti_grouped_allreduce(job[0], "step", TUTTI_WORLD, 16, descs.data(), descs.data(), nullptr,
+                                    &request), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_request_wait(request, 60000), TUTTI_OK) << LastError();
+  tutti_request_free(request);
   ASSERT_EQ(tutti_timeline_stop(job[0]), TUTTI_OK);
   std::ifstream file(path);
   std::stringstream text;

@@ -116,6 +116,31 @@ TEST(GpuSim, RanksSharingOneGpuGoThroughStaging) {
       for (size_t i = 0; i < grads[r][k].values.size(); ++i)
         ASSERT_EQ(grads[r][k].values[i], 3.0f * (i + k)) << r << " " << k << " " << i;  // (1+2)/2 * 2
 
+  // A group is released whole and fused: the staged path's fused host collective.
+  {
+    std::vector<std::vector<Tensor>> group(2);
+    for (int r = 0; r < 2; ++r) {
+      for (int k = 0; k < 4; ++k) group[r].emplace_back(10 + k, 0);
+      std::vector<tutti_tensor_t> descs;
+      for (int k = 0; k < 4; ++k) {
+        for (size_t i = 0; i < group[r][k].values.size(); ++i) group[r][k].values[i] = static_cast<float>(r + k + i);
+        descs.push_back(group[r][k].desc);
+      }
+      tutti_request_t request;
+      ASSERT_EQ(tutti_grouped_allreduce(job[r], "fused", TUTTI_WORLD, 4, descs.data(), descs.data(), nullptr,
+                                        &request), TUTTI_OK) << LastError();
+      requests[r] = request;
+    }
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(tutti_request_wait(requests[r], 30000), TUTTI_OK) << LastError();
+      tutti_request_free(requests[r]);
+    }
+    for (int r = 0; r < 2; ++r)
+      for (int k = 0; k < 4; ++k)
+        for (size_t i = 0; i < group[r][k].values.size(); ++i)
+          ASSERT_EQ(group[r][k].values[i], static_cast<float>(1 + 2 * (k + i))) << r << " " << k << " " << i;
+  }
+
   // Allgather of uneven rows, reducescatter and alltoall: device results.
   Tensor a0(1, 0), a1(2, 0);
   a0.values = {5};
