@@ -1,7 +1,8 @@
 // A lane executes one process set's ordered stream on a thread of its own, so that a set blocked
 // on its data plane never delays negotiation or any other set. The I/O thread pushes collectives
 // (one tensor, or several fused) in stream order; the lane runs them one after the other and
-// completes them. The lane owns its set's fusion buffer (CPU tensors; one lane per set).
+// completes them. The lane owns its set's host fusion buffer and, for device tensors, its streams,
+// device buffers and NCCL communicators (DeviceLaneState; docs/gpu.md).
 #pragma once
 
 #include <condition_variable>
