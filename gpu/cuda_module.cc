@@ -31,9 +31,12 @@ class CudaModule final : public Module {
     return text;
   }
 
+  // Called for every submitted device tensor: the device count is read once (it cannot change
+  // while the process runs).
   Status CheckDevice(int32_t index) override {
-    int devices = 0;
-    const cudaError_t error = cudaGetDeviceCount(&devices);
+    std::call_once(counted_, [this] { count_error_ = cudaGetDeviceCount(&devices_); });
+    const cudaError_t error = count_error_;
+    const int devices = devices_;
     if (error != cudaSuccess)
       return Status(Code::kDeviceUnavailable,
                     std::string("no CUDA device is visible to this process (cudaGetDeviceCount: ") +
@@ -91,6 +94,9 @@ class CudaModule final : public Module {
   }
 
  private:
+  std::once_flag counted_;
+  cudaError_t count_error_ = cudaSuccess;
+  int devices_ = 0;
   std::mutex mu_;
   std::map<int32_t, std::string> uuids_;  // guarded by mu_
 };

@@ -22,8 +22,10 @@
 
 #include <gtest/gtest.h>
 
+#include "client/half.h"
 #include "gpu/test_kernels.h"
 #include "multiproc/cluster.h"
+#include "multiproc/in_process_job.h"
 
 namespace tutti::testing {
 namespace {
@@ -39,38 +41,6 @@ std::string LastError() { return tutti_last_error(); }
   } while (0)
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
-
-// `size` runtimes of one job, initialized concurrently.
-class Job {
- public:
-  Job(const Tuttid& tuttid, int size) : job_(UniqueJobId()) {
-    std::vector<std::future<tutti_runtime_t>> pending;
-    for (int r = 0; r < size; ++r)
-      pending.push_back(std::async(std::launch::async, [&, r] {
-        tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
-        options.coordinator = tuttid.endpoint().c_str();
-        options.job = job_.c_str();
-        options.token = "t";
-        options.rank = r;
-        options.size = size;
-        options.timeout_ms = 60000;
-        tutti_runtime_t rt = nullptr;
-        EXPECT_EQ(tutti_init(&options, &rt), TUTTI_OK) << tutti_last_error();
-        return rt;
-      }));
-    for (auto& p : pending) runtimes_.push_back(p.get());
-  }
-  ~Job() {
-    for (auto rt : runtimes_)
-      if (rt) tutti_finalize(rt);
-  }
-  tutti_runtime_t operator[](int r) const { return runtimes_[r]; }
-  int size() const { return static_cast<int>(runtimes_.size()); }
-
- private:
-  std::string job_;
-  std::vector<tutti_runtime_t> runtimes_;
-};
 
 // A device buffer with a host mirror.
 struct DeviceTensor {
@@ -97,7 +67,7 @@ struct DeviceTensor {
   tutti_tensor_t desc = TUTTI_TENSOR_INIT;
 };
 
-// Host-side values of every dtype, as doubles, and their encodings.
+// Every dtype, with its element size.
 struct DtypeCase {
   int32_t dtype;
   const char* name;
@@ -110,35 +80,10 @@ const DtypeCase kDtypes[] = {
     {TUTTI_DTYPE_INT32, "int32", 4},     {TUTTI_DTYPE_INT64, "int64", 8},
 };
 
-uint16_t ToHalf(float v) {  // exact for the small integers and halves used here
-  if (v == 0) return 0;
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  const uint32_t sign = (bits >> 16) & 0x8000;
-  const int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
-  const uint32_t mantissa = (bits >> 13) & 0x3ff;
-  return static_cast<uint16_t>(sign | (exponent << 10) | mantissa);
-}
-float FromHalf(uint16_t h) {
-  if ((h & 0x7fff) == 0) return 0;
-  const uint32_t sign = (h & 0x8000u) << 16;
-  const uint32_t exponent = ((h >> 10) & 0x1f) - 15 + 127;
-  const uint32_t bits = sign | (exponent << 23) | ((h & 0x3ffu) << 13);
-  float v;
-  std::memcpy(&v, &bits, 4);
-  return v;
-}
-
 void Put(DeviceTensor& t, int32_t dtype, size_t i, double v) {
   switch (dtype) {
-    case TUTTI_DTYPE_FLOAT16: t.as<uint16_t>()[i] = ToHalf(static_cast<float>(v)); break;
-    case TUTTI_DTYPE_BFLOAT16: {
-      const float f = static_cast<float>(v);
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      t.as<uint16_t>()[i] = static_cast<uint16_t>(bits >> 16);
-      break;
-    }
+    case TUTTI_DTYPE_FLOAT16: t.as<uint16_t>()[i] = FloatToHalf(static_cast<float>(v)); break;
+    case TUTTI_DTYPE_BFLOAT16: t.as<uint16_t>()[i] = FloatToBFloat16(static_cast<float>(v)); break;
     case TUTTI_DTYPE_FLOAT32: t.as<float>()[i] = static_cast<float>(v); break;
     case TUTTI_DTYPE_FLOAT64: t.as<double>()[i] = v; break;
     case TUTTI_DTYPE_INT8: t.as<int8_t>()[i] = static_cast<int8_t>(v); break;
@@ -150,13 +95,8 @@ void Put(DeviceTensor& t, int32_t dtype, size_t i, double v) {
 
 double Get(DeviceTensor& t, int32_t dtype, size_t i) {
   switch (dtype) {
-    case TUTTI_DTYPE_FLOAT16: return FromHalf(t.as<uint16_t>()[i]);
-    case TUTTI_DTYPE_BFLOAT16: {
-      const uint32_t bits = static_cast<uint32_t>(t.as<uint16_t>()[i]) << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      return f;
-    }
+    case TUTTI_DTYPE_FLOAT16: return HalfToFloat(t.as<uint16_t>()[i]);
+    case TUTTI_DTYPE_BFLOAT16: return BFloat16ToFloat(t.as<uint16_t>()[i]);
     case TUTTI_DTYPE_FLOAT32: return t.as<float>()[i];
     case TUTTI_DTYPE_FLOAT64: return t.as<double>()[i];
     case TUTTI_DTYPE_INT8: return t.as<int8_t>()[i];
@@ -175,7 +115,7 @@ bool Floating(int32_t dtype) { return dtype <= TUTTI_DTYPE_FLOAT64; }
 TEST(Gpu, FusedAllreduceEveryDtypeAndOpThroughNccl) {
   SKIP_WITHOUT_GPU();
   Tuttid tuttid;
-  Job job(tuttid, 1);
+  InProcessJob job(tuttid, 1, 60000);
   const int32_t ops[] = {TUTTI_OP_SUM, TUTTI_OP_AVERAGE, TUTTI_OP_MIN, TUTTI_OP_MAX, TUTTI_OP_PRODUCT};
   for (const auto& d : kDtypes) {
     for (int32_t op : ops) {
@@ -221,7 +161,7 @@ TEST(Gpu, FusedAllreduceEveryDtypeAndOpThroughNccl) {
 TEST(Gpu, AllgatherReducescatterAndAlltoallResultsLiveOnTheDevice) {
   SKIP_WITHOUT_GPU();
   Tuttid tuttid;
-  Job job(tuttid, 1);
+  InProcessJob job(tuttid, 1, 60000);
   DeviceTensor input(TUTTI_DTYPE_FLOAT32, 1024, 4);
   for (int i = 0; i < 1024; ++i) input.as<float>()[i] = static_cast<float>(i);
   input.Upload();
@@ -255,7 +195,7 @@ TEST(Gpu, AllgatherReducescatterAndAlltoallResultsLiveOnTheDevice) {
 TEST(Gpu, TwoRanksSharingTheGpuGoThroughHostStaging) {
   SKIP_WITHOUT_GPU();
   Tuttid tuttid;
-  Job job(tuttid, 2);
+  InProcessJob job(tuttid, 2, 60000);
   const int64_t n = 1 << 20;
   std::vector<std::unique_ptr<DeviceTensor>> grads;
   for (int r = 0; r < 2; ++r) {
@@ -304,7 +244,7 @@ TEST(Gpu, TwoRanksSharingTheGpuGoThroughHostStaging) {
 TEST(Gpu, ProducerStreamOrderAndStreamWait) {
   SKIP_WITHOUT_GPU();
   Tuttid tuttid;
-  Job job(tuttid, 1);
+  InProcessJob job(tuttid, 1, 60000);
   const size_t n = 1 << 16;
   DeviceTensor grad(TUTTI_DTYPE_FLOAT32, n, 4);
   cudaStream_t producer, consumer;
@@ -343,7 +283,7 @@ TEST(Gpu, ProducerStreamOrderAndStreamWait) {
 TEST(Gpu, TimelineOfOneFusedStep) {
   SKIP_WITHOUT_GPU();
   Tuttid tuttid;
-  Job job(tuttid, 1);
+  InProcessJob job(tuttid, 1, 60000);
   const char* artifacts = std::getenv("TUTTI_GPU_ARTIFACTS");
   const std::string path = std::string(artifacts ? artifacts : ::testing::TempDir()) + "/gpu_fused_step.json";
   ASSERT_EQ(tutti_timeline_start(job[0], path.c_str()), TUTTI_OK) << LastError();
@@ -373,7 +313,7 @@ TEST(Gpu, TimelineOfOneFusedStep) {
 TEST(Gpu, SendOfADeviceTensorIsUnsupported) {
   SKIP_WITHOUT_GPU();
   Tuttid tuttid;
-  Job job(tuttid, 2);
+  InProcessJob job(tuttid, 2, 60000);
   DeviceTensor t(TUTTI_DTYPE_FLOAT32, 4, 4);
   tutti_request_t request = nullptr;
   EXPECT_EQ(tutti_send(job[0], TUTTI_WORLD, &t.desc, 1, 0, &request), TUTTI_ERR_UNSUPPORTED);

@@ -14,41 +14,12 @@
 #include <gtest/gtest.h>
 
 #include "multiproc/cluster.h"
+#include "multiproc/in_process_job.h"
 
 namespace tutti::testing {
 namespace {
 
 std::string LastError() { return tutti_last_error(); }
-
-class Job {
- public:
-  Job(const Tuttid& tuttid, int size) : job_(UniqueJobId()) {
-    std::vector<std::future<tutti_runtime_t>> pending;
-    for (int r = 0; r < size; ++r)
-      pending.push_back(std::async(std::launch::async, [&, r] {
-        tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
-        options.coordinator = tuttid.endpoint().c_str();
-        options.job = job_.c_str();
-        options.token = "t";
-        options.rank = r;
-        options.size = size;
-        options.timeout_ms = 30000;
-        tutti_runtime_t rt = nullptr;
-        EXPECT_EQ(tutti_init(&options, &rt), TUTTI_OK) << tutti_last_error();
-        return rt;
-      }));
-    for (auto& p : pending) runtimes_.push_back(p.get());
-  }
-  ~Job() {
-    for (auto rt : runtimes_)
-      if (rt) tutti_finalize(rt);
-  }
-  tutti_runtime_t operator[](int r) const { return runtimes_[r]; }
-
- private:
-  std::string job_;
-  std::vector<tutti_runtime_t> runtimes_;
-};
 
 // A float32 tensor on (simulated) cuda:`device`, or on the host with device < 0.
 struct Tensor {
@@ -85,7 +56,7 @@ TEST(GpuSim, TheSimulatedModuleIsTheOneLoaded) {
 // not, and results the library allocates are device memory (the module's).
 TEST(GpuSim, RanksSharingOneGpuGoThroughStaging) {
   Tuttid tuttid;
-  Job job(tuttid, 2);
+  InProcessJob job(tuttid, 2, 30000);
   // Three allreduces released together: fused through the staging buffer; average and scales.
   std::vector<std::vector<Tensor>> grads(2);
   tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
@@ -186,7 +157,7 @@ TEST(GpuSim, RanksSharingOneGpuGoThroughStaging) {
 // host memory while the device member's is on its device.
 TEST(GpuSim, HostAndDeviceMembersMix) {
   Tuttid tuttid;
-  Job job(tuttid, 2);
+  InProcessJob job(tuttid, 2, 30000);
   Tensor host(2, -1), device(3, 1);
   host.values = {1, 2};
   device.values = {3, 4, 5};
@@ -205,7 +176,7 @@ TEST(GpuSim, HostAndDeviceMembersMix) {
 // simulated module, having no NCCL, then refuses, naming the id it got).
 TEST(GpuSim, NcclUniqueIdReachesEveryMemberThroughTuttid) {
   Tuttid tuttid;
-  Job job(tuttid, 2);
+  InProcessJob job(tuttid, 2, 30000);
   Tensor t0(8, 0), t1(8, 1);
   tutti_request_t r[2];
   ASSERT_EQ(tutti_allreduce(job[0], "nccl", TUTTI_WORLD, &t0.desc, &t0.desc, nullptr, &r[0]), TUTTI_OK) << LastError();

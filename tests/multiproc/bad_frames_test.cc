@@ -114,16 +114,21 @@ TEST(BadFrames, EachIsRefusedWhileAJobRuns) {
   EXPECT_FALSE(tuttid.process().Wait(Clock::now()).has_value()) << "tuttid exited";
 }
 
+// Registers rank 0 of a one-rank job with a response cache, and takes its Welcome.
+void JoinAlone(RawClient& client, const std::string& job) {
+  wire::Frame registration = Register(0, 1);
+  registration.mutable_register_()->set_job(job);
+  registration.mutable_register_()->set_cache_capacity(16);
+  client.Send(Encoded(registration));
+  EXPECT_EQ(client.Refusal(), "not a refusal");  // the Welcome
+}
+
 // A rank announcing a response-cache slot it was never given: refused naming the slot, the job
 // goes on.
 TEST(BadFrames, UnknownCacheSlotIsRefused) {
   Tuttid tuttid;
   RawClient client(tuttid.endpoint());
-  wire::Frame registration = Register(0, 1);
-  registration.mutable_register_()->set_job("solo");
-  registration.mutable_register_()->set_cache_capacity(16);
-  client.Send(Encoded(registration));
-  EXPECT_EQ(client.Refusal(), "not a refusal");  // the Welcome
+  JoinAlone(client, "solo");
   wire::Frame announce;
   auto* set = announce.mutable_announce()->add_sets();
   set->set_cached(std::string(1, '\x20'));  // slot 5
@@ -137,11 +142,7 @@ TEST(BadFrames, UnknownCacheSlotIsRefused) {
 TEST(BadFrames, ManyUnknownCacheSlotsGetOneRefusal) {
   Tuttid tuttid;
   RawClient client(tuttid.endpoint());
-  wire::Frame registration = Register(0, 1);
-  registration.mutable_register_()->set_job("bits");
-  registration.mutable_register_()->set_cache_capacity(16);
-  client.Send(Encoded(registration));
-  EXPECT_EQ(client.Refusal(), "not a refusal");  // the Welcome
+  JoinAlone(client, "bits");
   wire::Frame announce;
   announce.mutable_announce()->add_sets()->set_cached(std::string(4096, '\xff'));  // 32768 slots
   client.Send(Encoded(announce));

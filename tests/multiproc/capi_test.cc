@@ -11,48 +11,12 @@
 #include <gtest/gtest.h>
 
 #include "multiproc/cluster.h"
+#include "multiproc/in_process_job.h"
 
 namespace tutti::testing {
 namespace {
 
 std::string LastError() { return tutti_last_error(); }
-
-// `size` runtimes of one job, initialized concurrently (init returns only once all registered).
-class InProcessJob {
- public:
-  InProcessJob(const Tuttid& tuttid, int size, int64_t timeout_ms = 20000) : job_(UniqueJobId()) {
-    std::vector<std::future<tutti_runtime_t>> pending;
-    for (int r = 0; r < size; ++r)
-      pending.push_back(std::async(std::launch::async, [&, r] {
-        tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
-        options.coordinator = tuttid.endpoint().c_str();
-        options.job = job_.c_str();
-        options.token = "t";
-        options.rank = r;
-        options.size = size;
-        options.timeout_ms = timeout_ms;
-        tutti_runtime_t rt = nullptr;
-        tutti_status_t status = tutti_init(&options, &rt);
-        EXPECT_EQ(status, TUTTI_OK) << tutti_last_error();
-        return rt;
-      }));
-    for (auto& p : pending) runtimes_.push_back(p.get());
-  }
-  ~InProcessJob() {
-    for (auto rt : runtimes_)
-      if (rt) tutti_finalize(rt);
-  }
-  tutti_runtime_t operator[](int r) const { return runtimes_[r]; }
-  tutti_status_t Finalize(int r) {
-    tutti_status_t status = tutti_finalize(runtimes_[r]);
-    runtimes_[r] = nullptr;
-    return status;
-  }
-
- private:
-  std::string job_;
-  std::vector<tutti_runtime_t> runtimes_;
-};
 
 struct FloatTensor {
   explicit FloatTensor(int64_t n) : values(n), shape{n} {
