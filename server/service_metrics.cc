@@ -40,6 +40,7 @@ const char* CodeLabel(Code code) {
     case Code::kUnsupported: return "unsupported";
     case Code::kEvicted: return "evicted";
     case Code::kLimitExceeded: return "limit_exceeded";
+    case Code::kDeviceUnavailable: return "device_unavailable";
   }
   return "unknown";
 }
