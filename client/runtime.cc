@@ -8,6 +8,7 @@
 
 #include "client/gpu_module_loader.h"
 #include "client/reduce.h"
+#include "proto/status_codec.h"
 #include "transport/handshake.h"
 
 namespace tutti::client {
@@ -564,7 +565,7 @@ void Runtime::Observe(int32_t set_id, Request& request) {
 void Runtime::OnExecute(wire::Execute& execute) {
   const int32_t set_id = execute.set_id();
   for (auto& response : *execute.mutable_responses()) {
-    const bool failed = response.has_error() && response.error().code() != 0;
+    const bool failed = wire::Failed(response);
     // The collective's tensors: the response's own, then those fused into it.
     std::vector<std::pair<const std::string*, std::vector<int64_t>>> tensors;
     tensors.emplace_back(&response.spec().name(),
@@ -589,7 +590,7 @@ void Runtime::OnExecute(wire::Execute& execute) {
     }
     if (parts.empty()) continue;
     Status status;
-    if (failed) status = Status(static_cast<Code>(response.error().code()), response.error().message());
+    if (failed) status = wire::ToStatus(response.error());
     // A collective with a tensor this rank no longer has would leave the members' buffers laid out
     // differently: only possible once the set is already failing, so fail it here too.
     else if (missing)
@@ -611,7 +612,7 @@ void Runtime::OnExecute(wire::Execute& execute) {
 }
 
 void Runtime::OnFault(const wire::Fault& fault) {
-  const Status status(static_cast<Code>(fault.error().code()), fault.error().message());
+  const Status status = wire::ToStatus(fault.error());
   // No rank lost: tuttid itself is going away.
   if (fault.lost_ranks_size() == 0 && status.code() == Code::kCoordinatorLost) return OnDead(status);
   std::vector<int32_t> broken_sets;
@@ -685,7 +686,7 @@ void Runtime::OnTensorRefused(const wire::Refusal& refusal) {
   link_->ForgetTensor(refusal.set_id(), refusal.tensor_name());
   auto request = TakePending(refusal.set_id(), refusal.tensor_name());
   if (request)
-    request->Complete(Status(static_cast<Code>(refusal.error().code()), refusal.error().message()));
+    request->Complete(wire::ToStatus(refusal.error()));
 }
 
 }  // namespace tutti::client

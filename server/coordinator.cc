@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proto/status_codec.h"
 #include "server/coordinator_core.h"
 #include "server/service_metrics.h"
 #include "server/status_board.h"
@@ -128,10 +129,9 @@ struct Coordinator::Impl {
       if (parts.size() != 2) {
         spdlog::warn("refused a message of {} frames", parts.size() - 1);
         Outgoing refusal{parts[0].to_string(), {}};
-        refusal.frame.mutable_refusal()->mutable_error()->set_code(
-            static_cast<int32_t>(Code::kInvalidArgument));
-        refusal.frame.mutable_refusal()->mutable_error()->set_message(
-            "a message must be exactly one frame, got " + std::to_string(parts.size() - 1));
+        wire::ToWire(Status(Code::kInvalidArgument, "a message must be exactly one frame, got " +
+                                                        std::to_string(parts.size() - 1)),
+                     refusal.frame.mutable_refusal()->mutable_error());
         out.push_back(std::move(refusal));
         Send(out);
         continue;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proto/status_codec.h"
 #include "server/constant_time.h"
 #include "server/service_metrics.h"
 #include "server/message_codec.h"
@@ -25,8 +26,7 @@ std::string NewJobSecret() {
 
 Outgoing RefusalTo(const std::string& peer, const Status& status) {
   Outgoing o{peer, {}};
-  o.frame.mutable_refusal()->mutable_error()->set_code(static_cast<int32_t>(status.code()));
-  o.frame.mutable_refusal()->mutable_error()->set_message(status.message());
+  wire::ToWire(status, o.frame.mutable_refusal()->mutable_error());
   return o;
 }
 

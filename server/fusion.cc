@@ -5,12 +5,13 @@
 #include <tuple>
 
 #include "common/dtype.h"
+#include "proto/status_codec.h"
 
 namespace tutti::server {
 namespace {
 
 bool Fusible(const wire::Response& r) {
-  if ((r.has_error() && r.error().code() != 0) || r.partial()) return false;
+  if (wire::Failed(r) || r.partial()) return false;
   const auto kind = r.spec().kind();
   return kind == wire::COLLECTIVE_ALLREDUCE || kind == wire::COLLECTIVE_ALLGATHER ||
          kind == wire::COLLECTIVE_REDUCESCATTER;

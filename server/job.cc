@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proto/status_codec.h"
 #include "server/fusion.h"
 #include "server/message_codec.h"
 #include "server/recent_errors.h"
@@ -24,11 +25,6 @@ std::string FormatLists(const std::vector<std::vector<int32_t>>& lists) {
   std::vector<std::string> parts;
   for (const auto& l : lists) parts.push_back(FormatRanks(l));
   return fmt::format("[{}]", fmt::join(parts, ", "));
-}
-
-void FillError(wire::Error* error, const Status& status) {
-  error->set_code(static_cast<int32_t>(status.code()));
-  error->set_message(status.message());
 }
 
 }  // namespace
@@ -206,7 +202,7 @@ void Job::Refuse(int32_t rank, const Status& status, int32_t set_id, const std::
   if (policy_.errors) policy_.errors->Add(id_, rank, status);
   Outgoing o{peer_of_rank_[rank], {}};
   auto* refusal = o.frame.mutable_refusal();
-  FillError(refusal->mutable_error(), status);
+  wire::ToWire(status, refusal->mutable_error());
   refusal->set_set_id(set_id);
   refusal->set_tensor_name(tensor);
   out->push_back(std::move(o));
@@ -258,7 +254,7 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
     set_reply->set_request_id(reply.request_id);
     set_reply->mutable_set()->set_id(reply.set_id);
     set_reply->mutable_set()->mutable_ranks()->Add(reply.ranks.begin(), reply.ranks.end());
-    if (!reply.status.ok()) FillError(set_reply->mutable_error(), reply.status);
+    if (!reply.status.ok()) wire::ToWire(reply.status, set_reply->mutable_error());
     out->push_back(std::move(o));
   }
 }
@@ -329,7 +325,7 @@ void Job::ReplyJoin(const JoinWaiter& waiter, int32_t set_id, const Status& stat
   reply->set_request_id(waiter.request_id);
   reply->mutable_set()->set_id(set_id);
   if (status.ok()) reply->mutable_set()->add_ranks(last);
-  else FillError(reply->mutable_error(), status);
+  else wire::ToWire(status, reply->mutable_error());
   out->push_back(std::move(o));
 }
 
@@ -414,8 +410,8 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
     else cache.MarkPublished(slot);
   };
   for (auto& response : PlanCollectives(std::move(responses), fusion_threshold_)) {
-    if (response.has_error() && response.error().code() != 0) {
-      const Status status(static_cast<Code>(response.error().code()), response.error().message());
+    if (wire::Failed(response)) {
+      const Status status = wire::ToStatus(response.error());
       if (policy_.metrics) policy_.metrics->Error(status.code());
       if (policy_.errors) policy_.errors->Add(id_, -1, status);
     }
@@ -464,7 +460,7 @@ void Job::GoingAway(const Status& status, Outbox* out) const {
   for (int32_t r = 0; r < size_; ++r) {
     if (peer_of_rank_[r].empty() || !alive(r)) continue;
     Outgoing o{peer_of_rank_[r], {}};
-    FillError(o.frame.mutable_fault()->mutable_error(), status);  // no lost ranks: tuttid itself
+    wire::ToWire(status, o.frame.mutable_fault()->mutable_error());  // no lost ranks: tuttid itself
     out->push_back(std::move(o));
   }
 }
@@ -481,7 +477,7 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
     if (!alive(r)) continue;
     Outgoing o{peer_of_rank_[r], {}};
     o.frame.mutable_fault()->add_lost_ranks(rank);
-    FillError(o.frame.mutable_fault()->mutable_error(), status);
+    wire::ToWire(status, o.frame.mutable_fault()->mutable_error());
     out->push_back(std::move(o));
   }
   for (auto& [id, negotiator] : negotiators_) {

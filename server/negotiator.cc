@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/dtype.h"
+#include "proto/status_codec.h"
 #include "server/service_metrics.h"
 
 namespace tutti::server {
@@ -63,8 +64,7 @@ void AppendInt(std::string* key, uint32_t value) {
 }
 
 void SetError(wire::Response* response, Code code, const std::string& message) {
-  response->mutable_error()->set_code(static_cast<int32_t>(code));
-  response->mutable_error()->set_message(message);
+  wire::ToWire(Status(code, message), response->mutable_error());
 }
 
 }  // namespace
@@ -235,7 +235,7 @@ void Negotiator::ReleaseIfComplete(std::unordered_map<std::string, Pending>::ite
                                     [](const auto& s) { return s.has_value(); });
   if (!everyone) {
     response.set_partial(true);
-  } else if (!response.has_error() || response.error().code() == 0) {
+  } else if (!wire::Failed(response)) {
     std::vector<const wire::TensorSpec*> specs;
     for (const auto& s : members) specs.push_back(&*s);
     const uint32_t slot = cache_.Assign(specs);
@@ -271,7 +271,7 @@ void Negotiator::Release(wire::Response response, std::vector<wire::Response>* r
   });
   const wire::Response* failed = nullptr;
   for (const auto& r : group)
-    if (r.has_error() && r.error().code() != 0 && !failed) failed = &r;
+    if (wire::Failed(r) && !failed) failed = &r;
   const wire::Error error = failed ? failed->error() : wire::Error();
   for (auto& r : group) {
     if (failed) *r.mutable_error() = error;
