@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "proto/status_codec.h"
+
 namespace tutti::client {
 namespace {
 
@@ -14,17 +16,17 @@ constexpr int kLingerMs = 500;
 // How long one blocked send waits before the I/O thread checks whether the link died.
 constexpr int kSendWaitMs = 1000;
 
-Status FromWire(const wire::Error& error) {
-  return Status(static_cast<Code>(error.code()), error.message());
-}
+// Client-side margin over a deadline the coordinator enforces itself, so that its precise error
+// (naming missing ranks) arrives before the client gives up on the coordinator.
+constexpr auto kCoordinatorGrace = std::chrono::seconds(5);
 
 }  // namespace
 
-CoordinatorLink::CoordinatorLink(std::string endpoint, Callbacks callbacks, Counters* counters,
+CoordinatorLink::CoordinatorLink(std::string endpoint, LinkListener* listener, Counters* counters,
                                  std::chrono::microseconds cycle_time,
                                  const CurveClientKeys& curve)
     : endpoint_(std::move(endpoint)),
-      callbacks_(std::move(callbacks)),
+      listener_(listener),
       counters_(counters),
       cycle_time_(cycle_time),
       socket_(context_, zmq::socket_type::dealer),
@@ -78,9 +80,11 @@ void CoordinatorLink::Wake() {
   [[maybe_unused]] ssize_t n = write(wakeup_, &one, sizeof(one));
 }
 
-Status CoordinatorLink::Register(const wire::Register& request, transport::Deadline deadline,
-                                 wire::Welcome* welcome) {
-  std::future<wire::Frame> reply;
+Status CoordinatorLink::Register(const wire::Register& request, wire::Welcome* welcome) {
+  const transport::Deadline deadline =
+      transport::Clock::now() + std::chrono::milliseconds(request.rendezvous_timeout_ms()) +
+      kCoordinatorGrace;
+  std::future<Answer> reply;
   {
     wire::Frame frame;
     *frame.mutable_register_() = request;
@@ -98,9 +102,10 @@ Status CoordinatorLink::Register(const wire::Register& request, transport::Deadl
                   "coordinator lost: no answer to the registration from " + endpoint_ +
                       " before the deadline (is tuttid running there?)");
   }
-  wire::Frame frame = reply.get();
-  if (frame.has_refusal()) return FromWire(frame.refusal().error());
-  *welcome = frame.welcome();
+  Answer answer = reply.get();
+  TUTTI_RETURN_IF_ERROR(answer.local);
+  if (answer.frame.has_refusal()) return wire::ToStatus(answer.frame.refusal().error());
+  *welcome = answer.frame.welcome();
   {
     std::lock_guard<std::mutex> lock(mu_);
     registered_ = true;
@@ -114,7 +119,7 @@ Status CoordinatorLink::Register(const wire::Register& request, transport::Deadl
 
 Status CoordinatorLink::Roundtrip(wire::Frame request, uint64_t request_id,
                                   transport::Deadline deadline, wire::Frame* reply) {
-  std::future<wire::Frame> answer;
+  std::future<Answer> answer;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Status(Code::kShutDown, "the runtime is shutting down");
@@ -129,26 +134,66 @@ Status CoordinatorLink::Roundtrip(wire::Frame request, uint64_t request_id,
     return Status(Code::kCoordinatorLost,
                   "coordinator lost: no answer from " + endpoint_ + " before the deadline");
   }
-  *reply = answer.get();
-  // Die() answers with an error SetReply of request id 0: the link died meanwhile.
-  if (reply->has_set_reply() && reply->set_reply().request_id() == 0)
-    return FromWire(reply->set_reply().error());
+  Answer answered = answer.get();
+  TUTTI_RETURN_IF_ERROR(answered.local);  // the link died meanwhile
+  *reply = std::move(answered.frame);
   return Status::Ok();
 }
 
-Status CoordinatorLink::Call(wire::Frame request, uint64_t request_id, transport::Deadline deadline,
-                             wire::SetReply* reply) {
+Status CoordinatorLink::SetCall(wire::Frame request, uint64_t request_id, int64_t timeout_ms,
+                                wire::SetReply* reply) {
   wire::Frame answer;
-  TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id, deadline, &answer));
-  *reply = answer.set_reply();
-  if (reply->has_error() && reply->error().code() != 0) return FromWire(reply->error());
+  TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id,
+                                  transport::Clock::now() + std::chrono::milliseconds(timeout_ms) +
+                                      kCoordinatorGrace,
+                                  &answer));
+  *reply = std::move(*answer.mutable_set_reply());
+  return wire::StatusOf(*reply);
+}
+
+Status CoordinatorLink::AddSet(const std::vector<int32_t>& ranks, int64_t timeout_ms,
+                               int32_t* set_id, std::vector<int32_t>* members) {
+  wire::Frame frame;
+  const uint64_t request_id = next_request_id_++;
+  auto* add = frame.mutable_set_add();
+  add->set_request_id(request_id);
+  add->mutable_ranks()->Add(ranks.begin(), ranks.end());
+  add->set_timeout_ms(timeout_ms);
+  wire::SetReply reply;
+  TUTTI_RETURN_IF_ERROR(SetCall(std::move(frame), request_id, timeout_ms, &reply));
+  *set_id = reply.set().id();
+  members->assign(reply.set().ranks().begin(), reply.set().ranks().end());
+  return Status::Ok();
+}
+
+Status CoordinatorLink::RemoveSet(int32_t set_id, int64_t timeout_ms) {
+  wire::Frame frame;
+  const uint64_t request_id = next_request_id_++;
+  auto* remove = frame.mutable_set_remove();
+  remove->set_request_id(request_id);
+  remove->set_set_id(set_id);
+  remove->set_timeout_ms(timeout_ms);
+  wire::SetReply reply;
+  return SetCall(std::move(frame), request_id, timeout_ms, &reply);
+}
+
+Status CoordinatorLink::JoinSet(int32_t set_id, int64_t timeout_ms, int32_t* last_rank) {
+  wire::Frame frame;
+  const uint64_t request_id = next_request_id_++;
+  auto* join = frame.mutable_join();
+  join->set_request_id(request_id);
+  join->set_set_id(set_id);
+  join->set_timeout_ms(timeout_ms);
+  wire::SetReply reply;
+  TUTTI_RETURN_IF_ERROR(SetCall(std::move(frame), request_id, timeout_ms, &reply));
+  *last_rank = reply.last_rank();
   return Status::Ok();
 }
 
 Status CoordinatorLink::QueryCounters(transport::Deadline deadline,
                                       wire::CoordinatorCounters* counters) {
   wire::Frame request;
-  const uint64_t request_id = NextRequestId();
+  const uint64_t request_id = next_request_id_++;
   request.mutable_counters_query()->set_request_id(request_id);
   wire::Frame answer;
   TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id, deadline, &answer));
@@ -238,20 +283,19 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
     case wire::Frame::kWelcome:
     case wire::Frame::kRefusal: {
       if (frame.has_refusal() && !frame.refusal().tensor_name().empty()) {
-        callbacks_.on_tensor_refused(frame.refusal());
+        const wire::Refusal& refusal = frame.refusal();
+        listener_->OnTensorRefused(refusal.set_id(), refusal.tensor_name(),
+                                   wire::ToStatus(refusal.error()));
         return;
       }
+      const Status refused = frame.has_refusal() ? wire::ToStatus(frame.refusal().error()) : Status();
+      if (AnswerRegistration(Answer{Status(), std::move(frame)})) return;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (registration_) {
-          registration_->set_value(std::move(frame));
-          registration_.reset();
-          return;
-        }
-        if (!registered_ || !frame.has_refusal()) return;
+        if (!registered_ || refused.ok()) return;
       }
       // Refused after joining: evicted, or a restarted tuttid that does not know us.
-      Die(FromWire(frame.refusal().error()));
+      Die(refused);
       return;
     }
     case wire::Frame::kSetReply:
@@ -261,7 +305,7 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = calls_.find(id);
       if (it == calls_.end()) return;  // its caller gave up waiting
-      it->second.set_value(std::move(frame));
+      it->second.set_value(Answer{Status(), std::move(frame)});
       calls_.erase(it);
       return;
     }
@@ -272,22 +316,29 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
         status = announced_.Apply(frame.mutable_execute());
       }
       if (!status.ok()) return Die(status);
-      callbacks_.on_execute(*frame.mutable_execute());
+      listener_->OnExecute(*frame.mutable_execute());
       return;
     }
-    case wire::Frame::kFault:
-      callbacks_.on_fault(frame.fault());
+    case wire::Frame::kFault: {
+      const wire::Fault& fault = frame.fault();
+      const Status status = wire::ToStatus(fault.error());
+      // No rank lost: tuttid itself is going away.
+      if (fault.lost_ranks_size() == 0 && status.code() == Code::kCoordinatorLost) return Die(status);
+      listener_->OnRanksLost({fault.lost_ranks().begin(), fault.lost_ranks().end()}, status);
       return;
-    case wire::Frame::kCommId:
-      if (callbacks_.on_comm_id) callbacks_.on_comm_id(frame.comm_id());
+    }
+    case wire::Frame::kCommId: {
+      const wire::CommId& relayed = frame.comm_id();
+      listener_->OnCommId(relayed.set_id(), relayed.device_group(), relayed.id());
       return;
+    }
     default:
       return;  // nothing else is sent to ranks
   }
 }
 
 void CoordinatorLink::Die(const Status& status) {
-  std::map<uint64_t, std::promise<wire::Frame>> calls;
+  std::map<uint64_t, std::promise<Answer>> calls;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return;
@@ -295,13 +346,16 @@ void CoordinatorLink::Die(const Status& status) {
     calls.swap(calls_);
   }
   // Callers waiting on a set change learn it now rather than at their deadline.
-  for (auto& [id, promise] : calls) {
-    wire::Frame reply;
-    reply.mutable_set_reply()->mutable_error()->set_code(static_cast<int32_t>(status.code()));
-    reply.mutable_set_reply()->mutable_error()->set_message(status.message());
-    promise.set_value(std::move(reply));
-  }
-  callbacks_.on_dead(status);
+  for (auto& [id, promise] : calls) promise.set_value(Answer{status, {}});
+  listener_->OnLinkDead(status);
+}
+
+bool CoordinatorLink::AnswerRegistration(Answer answer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!registration_) return false;
+  registration_->set_value(std::move(answer));
+  registration_.reset();
+  return true;
 }
 
 std::chrono::milliseconds CoordinatorLink::KeepAlive() {
@@ -366,16 +420,7 @@ void CoordinatorLink::OnMonitorEvent() {
                           " failed (ZeroMQ handshake error " + std::to_string(value) +
                           "): is TUTTI_CURVE_SERVER_KEY tuttid's public key, and does tuttid "
                           "require CURVE?");
-    wire::Frame refusal;
-    refusal.mutable_refusal()->mutable_error()->set_code(static_cast<int32_t>(status.code()));
-    refusal.mutable_refusal()->mutable_error()->set_message(status.message());
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (registration_) {
-        registration_->set_value(std::move(refusal));
-        registration_.reset();
-      }
-    }
+    AnswerRegistration(Answer{status, {}});
     // libzmq does not reconnect after a failed handshake: the link is dead, registered or not,
     // and a Register that comes later fails at once with this status.
     Die(status);

@@ -2,8 +2,9 @@
 // are not thread-safe); other threads hand it frames through a locked queue and wake it with an
 // eventfd that it polls beside the socket. Announcements queued between two wakeups leave as one
 // Announce frame (after the batching window, if one is set), tensors the response cache holds as
-// bits. Replies are matched to waiting callers; Execute and Fault frames go to callbacks
-// that run on the I/O thread and must not block.
+// bits. Replies are matched to waiting callers, who see a local failure (the link died, a refused
+// handshake) as a Status; Execute, Refusal, Fault and CommId frames go to the LinkListener on the
+// I/O thread. Request ids and set frames are built here: callers use the typed calls.
 //
 // Liveness: once welcomed, the I/O thread itself sends a Heartbeat every interval (so a wedged
 // I/O thread stops them), and declares the coordinator lost after a lease of silence.
@@ -13,7 +14,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -25,6 +25,7 @@
 
 #include "client/announce_cache.h"
 #include "client/counters.h"
+#include "client/link_listener.h"
 #include "client/runtime_options.h"
 #include "common/status.h"
 #include "proto/protocol.h"
@@ -34,31 +35,28 @@ namespace tutti::client {
 
 class CoordinatorLink {
  public:
-  struct Callbacks {
-    std::function<void(wire::Execute&)> on_execute;
-    std::function<void(const wire::Refusal&)> on_tensor_refused;
-    std::function<void(const wire::Fault&)> on_fault;
-    // An NCCL unique id relayed from a set's first member.
-    std::function<void(const wire::CommId&)> on_comm_id;
-    // The link is dead for good: coordinator lost, this rank evicted, or tuttid restarted.
-    std::function<void(const Status&)> on_dead;
-  };
-
+  // `listener` hears what tuttid says (on the I/O thread) and must outlive the link.
   // `cycle_time`: how long announcements may wait for more to join them (0: none).
   // `curve`: keys for a tuttid that requires CURVE (not enabled(): none).
-  CoordinatorLink(std::string endpoint, Callbacks callbacks, Counters* counters,
+  CoordinatorLink(std::string endpoint, LinkListener* listener, Counters* counters,
                   std::chrono::microseconds cycle_time, const CurveClientKeys& curve);
   // Stops the I/O thread; says Bye first if registered.
   ~CoordinatorLink();
 
-  // Sends the registration and waits for Welcome (or the refusal) until `deadline`.
-  Status Register(const wire::Register& request, transport::Deadline deadline,
-                  wire::Welcome* welcome);
+  // Sends the registration and waits for Welcome (or the refusal). tuttid enforces the
+  // request's rendezvous timeout itself and names the missing ranks; the link waits a little
+  // longer for that answer.
+  Status Register(const wire::Register& request, wire::Welcome* welcome);
 
-  // Sends a SetAdd, SetRemove or Join and waits for its SetReply until `deadline`.
-  Status Call(wire::Frame request, uint64_t request_id, transport::Deadline deadline,
-              wire::SetReply* reply);
-  // Asks tuttid for the job's counters.
+  // Set changes, collective over the set's members. tuttid enforces `timeout_ms` itself and
+  // names the ranks that never came; the link waits a little longer for that answer.
+  // AddSet: the set's id and sorted members (also for a non-member caller).
+  Status AddSet(const std::vector<int32_t>& ranks, int64_t timeout_ms, int32_t* set_id,
+                std::vector<int32_t>* members);
+  Status RemoveSet(int32_t set_id, int64_t timeout_ms);
+  // Waits until every member joined; `last_rank`: the global rank that joined last.
+  Status JoinSet(int32_t set_id, int64_t timeout_ms, int32_t* last_rank);
+  // Asks tuttid for the job's counters, waiting until `deadline`.
   Status QueryCounters(transport::Deadline deadline, wire::CoordinatorCounters* counters);
 
   // Queues one tensor announcement for the next Announce frame.
@@ -66,8 +64,6 @@ class CoordinatorLink {
   // A tensor was refused; or a set is gone: their cache state goes.
   void ForgetTensor(int32_t set_id, const std::string& name);
   void ForgetSet(int32_t set_id);
-
-  uint64_t NextRequestId() { return next_request_id_++; }
 
   // Tells tuttid that the application aborted this rank. Fire and forget.
   void SendAbort();
@@ -80,9 +76,20 @@ class CoordinatorLink {
   // Sends the outbox, and the queued announcements if `announcements` (or if the outbox holds
   // anything they must precede).
   void Flush(bool announcements);
-  // Sends the reply-awaiting `request` and waits for the frame answering `request_id`.
+  // How a reply-awaiting request ended: its answer, or the local failure (the link died, a
+  // refused handshake) that ended the wait.
+  struct Answer {
+    Status local;
+    wire::Frame frame;
+  };
+  // Sends `request` (its request id already set to `request_id`) and waits for its answer.
   Status Roundtrip(wire::Frame request, uint64_t request_id, transport::Deadline deadline,
                    wire::Frame* reply);
+  // A set change: Roundtrip, then the SetReply's own error.
+  Status SetCall(wire::Frame request, uint64_t request_id, int64_t timeout_ms,
+                 wire::SetReply* reply);
+  // Resolves the waiting registration, if any; true if there was one.
+  bool AnswerRegistration(Answer answer);
   void Dispatch(wire::Frame& frame);
   void Die(const Status& status);
   // A failed ZeroMQ handshake (seen through the socket monitor): wrong CURVE keys, or CURVE on
@@ -92,7 +99,7 @@ class CoordinatorLink {
   std::chrono::milliseconds KeepAlive();
 
   const std::string endpoint_;
-  const Callbacks callbacks_;
+  LinkListener* const listener_;
   Counters* const counters_;
   const std::chrono::microseconds cycle_time_;
   zmq::context_t context_{1};
@@ -105,8 +112,8 @@ class CoordinatorLink {
   std::vector<std::string> outbox_;                           // encoded frames
   AnnounceCache announced_;
   transport::Clock::time_point first_queued_;  // when the oldest queued announcement came
-  std::optional<std::promise<wire::Frame>> registration_;
-  std::map<uint64_t, std::promise<wire::Frame>> calls_;  // answered by SetReply or counters
+  std::optional<std::promise<Answer>> registration_;
+  std::map<uint64_t, std::promise<Answer>> calls_;  // answered by SetReply or counters
   bool registered_ = false;
   bool stopping_ = false;
   Status dead_;  // set once the link is dead; later calls fail with it

@@ -4,12 +4,11 @@
 #include <cstring>
 
 #include "client/reduce.h"
-#include "transport/shm/shm_channel.h"
 
 namespace tutti::client {
 
-// A relay step must fit in half a FIFO, or the ring could stall with every FIFO full.
-static_assert(transport::kShmFifoBytes >= 2 * kRelaySliceBytes);
+// A relay step must fit in half the room in flight, or the ring could stall with every FIFO full.
+static_assert(transport::kRelayRoomBytes >= 2 * kRelaySliceBytes);
 
 size_t IndexOf(const std::vector<int32_t>& members, int32_t rank) {
   return static_cast<size_t>(std::lower_bound(members.begin(), members.end(), rank) -
@@ -155,7 +154,7 @@ Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dt
 Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
   const size_t n = ring.members->size();
   if (n == 1 || count == 0) return Status::Ok();
-  if (ring.context->AllShareMemory(*ring.members))
+  if (ring.context->CanRelayInPlace(*ring.members))
     return RelayAllreduce(ring, buffer, count, dtype, op);
   char* data = static_cast<char*>(buffer);
   const ChunkLayout chunks = EvenChunks(count, n, ElementSize(dtype));

@@ -2,8 +2,12 @@
 // knows, negotiates submitted collectives and runs them on one lane per set.
 //
 // Threads (docs/thread-model.md): application threads call the public methods; the coordinator
-// link's I/O thread matches responses to requests and hands them to lanes; each lane runs its set's
-// collectives. Locks are held only for short bookkeeping, never across I/O or a wait.
+// link's I/O thread calls the LinkListener methods, which match responses to requests and hand
+// them to lanes; each lane runs its set's collectives. Locks are held only for short bookkeeping,
+// never across I/O or a wait.
+//
+// Files: runtime.cc (rendezvous, lanes, lifetime), runtime_sets.cc (set changes and join),
+// runtime_submit.cc (submission), runtime_dispatch.cc (what tuttid says).
 #pragma once
 
 #include <sys/types.h>
@@ -20,40 +24,18 @@
 #include "client/coordinator_link.h"
 #include "client/counters.h"
 #include "client/lane.h"
+#include "client/link_listener.h"
+#include "client/pending_table.h"
 #include "client/point_to_point.h"
 #include "client/request.h"
 #include "client/runtime_options.h"
 #include "client/set_registry.h"
+#include "client/submission_checks.h"
 #include "common/timeline.h"
 
 namespace tutti::client {
 
-struct TensorArgs {
-  void* data = nullptr;
-  int32_t dtype = 0;
-  std::vector<int64_t> shape;
-  int32_t device_type = 0;
-  int32_t device_index = 0;
-  void* stream = nullptr;  // device tensors: the producer's stream (cudaStream_t)
-};
-
-// One collective as submitted. Which fields matter depends on `kind`: allreduce reads input and
-// output; broadcast works in place on input; allgather, reducescatter and alltoall leave their
-// result in the request; barrier reads nothing.
-struct CollectiveArgs {
-  wire::CollectiveKind kind = wire::COLLECTIVE_ALLREDUCE;
-  std::string name;  // empty: automatic
-  int32_t set_id = 0;
-  TensorArgs input, output;
-  int32_t reduce_op = 1;
-  double prescale = 1.0, postscale = 1.0;
-  int32_t root = -1;                     // broadcast; send and recv: the peer
-  int32_t tag = 0;                       // send and recv
-  std::optional<std::vector<int64_t>> splits;  // alltoall; none: equal splits
-  int32_t priority = 0;                  // among tensors released together, higher first
-};
-
-class Runtime {
+class Runtime : private LinkListener {
  public:
   // Joins the job; returns once the whole world registered.
   static Status Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* runtime);
@@ -103,27 +85,40 @@ class Runtime {
 
  private:
   explicit Runtime(const RuntimeOptions& options);
-  Status Join();
-  // Fills routes_ from the welcome: which backend to use with each rank.
-  Status PlanRoutes();
+  // Registers with tuttid and waits for the whole world (runtime.cc).
+  Status Rendezvous();
   void OpenLane(int32_t set_id, const std::vector<int32_t>& ranks);
-  void OnExecute(wire::Execute& execute);
-  // Records the request's completion on the timeline.
-  void Observe(int32_t set_id, Request& request);
-  void OnTensorRefused(const wire::Refusal& refusal);
-  void OnFault(const wire::Fault& fault);
-  // While this rank is joined to `set_id`: a request for its share in a collective the others
-  // run (identity values, no rows, or a relay buffer); else null.
-  std::shared_ptr<Request> JoinedShare(int32_t set_id, const wire::TensorSpec& spec);
-  void OnDead(const Status& status);
-  // Why new work on `set_id` must fail at once (the runtime or a member is lost), or ok.
+
+  // Submission (runtime_submit.cc). Negotiated collectives, single (`grouped` false, one input
+  // and output) or grouped: checked, named, then announced all or none.
+  Status SubmitNegotiated(CollectiveArgs args, const std::vector<TensorArgs>& inputs,
+                          const std::vector<TensorArgs>& outputs, bool grouped,
+                          std::shared_ptr<Request>* request);
+  // Send and recv: between two ranks only, no negotiation, no lane.
+  Status SubmitPointToPoint(const CollectiveArgs& args, Request::Operation op,
+                            std::shared_ptr<Request>* request);
+  // Fails every pending request and every later call with `status`; lanes and point-to-point
+  // transfers blocked in the data plane wake with it.
+  void FailEverything(const Status& status);
+  // Why new work on `set_id` must fail at once (the runtime or a member is lost), or ok. Caller
+  // holds mu_.
   Status Broken(int32_t set_id, const std::vector<int32_t>& members);
   // Registers `requests` as pending on the set (all or none: names must be free) and announces
   // them to tuttid.
   Status Enqueue(int32_t set_id, const std::vector<int32_t>& members,
                  const std::vector<std::shared_ptr<Request>>& requests);
-  // Kind-specific checks of a submission; fills the spec's shape-dependent fields.
-  Status Validate(CollectiveArgs& args, const std::vector<int32_t>& members, Request::Operation* op);
+  // Records the request's completion on the timeline.
+  void Observe(int32_t set_id, Request& request);
+
+  // What tuttid says, on the link's I/O thread (runtime_dispatch.cc).
+  void OnExecute(wire::Execute& execute) override;
+  void OnTensorRefused(int32_t set_id, const std::string& name, const Status& why) override;
+  void OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& status) override;
+  void OnCommId(int32_t set_id, int32_t device_group, const std::string& id) override;
+  void OnLinkDead(const Status& status) override;
+  // While this rank is joined to `set_id`: a request for its share in a collective the others
+  // run (identity values, no rows, or a relay buffer); else null.
+  std::shared_ptr<Request> JoinedShare(int32_t set_id, const wire::TensorSpec& spec);
   // Removes and returns this rank's pending request for (set, name); null if none.
   std::shared_ptr<Request> TakePending(int32_t set_id, const std::string& name);
   void FailPending(int32_t set_id, const Status& status);
@@ -139,8 +134,8 @@ class Runtime {
 
   const pid_t owner_;
 
-  std::mutex mu_;  // guards pending_, lanes_, shut_down_, dead_ and lost_
-  std::map<int32_t, std::map<std::string, std::shared_ptr<Request>>> pending_;  // by set, name
+  std::mutex mu_;  // guards pending_, lanes_, shut_down_, dead_, lost_ and joined_
+  PendingTable pending_;
   std::map<int32_t, std::unique_ptr<Lane>> lanes_;
   bool shut_down_ = false;
   Status dead_;                      // coordinator lost or this rank evicted: everything fails

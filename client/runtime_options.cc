@@ -6,6 +6,7 @@
 #include <zmq.h>
 
 #include "client/host_identity.h"
+#include "transport/route_planner.h"
 
 namespace tutti::client {
 namespace {
@@ -53,15 +54,6 @@ int64_t StallMs(std::optional<double> seconds) {
 }
 
 }  // namespace
-
-const char* TransportName(TransportMode mode) {
-  switch (mode) {
-    case TransportMode::kTcp: return "tcp";
-    case TransportMode::kShm: return "shm";
-    case TransportMode::kAuto: break;
-  }
-  return "auto";
-}
 
 Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolved) {
   RuntimeOptions o;
@@ -124,14 +116,8 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   o.stall_warning_ms = StallMs(warning);
   o.stall_shutdown_ms = StallMs(shutdown);
   o.timeline = requested.timeline ? *requested.timeline : Env("TUTTI_TIMELINE").value_or("");
-  const std::string transport =
-      requested.transport ? *requested.transport : Env("TUTTI_TRANSPORT").value_or("auto");
-  if (transport == "auto") o.transport = TransportMode::kAuto;
-  else if (transport == "tcp") o.transport = TransportMode::kTcp;
-  else if (transport == "shm") o.transport = TransportMode::kShm;
-  else
-    return Status(Code::kInvalidArgument, "unknown transport '" + transport +
-                                              "' (TUTTI_TRANSPORT): use auto, tcp or shm");
+  o.transport = requested.transport ? *requested.transport : Env("TUTTI_TRANSPORT").value_or("auto");
+  TUTTI_RETURN_IF_ERROR(transport::CheckTransportName(o.transport));
   // CURVE: all three keys or none, so that a typo never silently turns authentication off.
   const char* curve_names[] = {"TUTTI_CURVE_SERVER_KEY", "TUTTI_CURVE_PUBLIC_KEY",
                                "TUTTI_CURVE_SECRET_KEY"};

@@ -32,10 +32,6 @@ struct RequestedOptions {
 constexpr int64_t kDefaultFusionThreshold = 1 << 20;  // docs/fusion.md: measured
 constexpr int32_t kDefaultCacheCapacity = 1024;
 
-// Which backend carries same-host pairs (docs/transports.md). Cross-host pairs always use TCP;
-// kShm makes a cross-host peer an error rather than a silent fallback.
-enum class TransportMode { kAuto, kTcp, kShm };
-
 // CURVE keys (Z85, 40 characters each) for a tuttid that requires authentication
 // (docs/security.md); all empty: no CURVE.
 struct CurveClientKeys {
@@ -44,8 +40,6 @@ struct CurveClientKeys {
   std::string secret_key;     // TUTTI_CURVE_SECRET_KEY: this rank's
   bool enabled() const { return !server_public.empty(); }
 };
-
-const char* TransportName(TransportMode mode);
 
 struct RuntimeOptions {
   std::string coordinator;
@@ -64,7 +58,9 @@ struct RuntimeOptions {
   // For the coordinator's stall inspector: 0 = tuttid's default, < 0 = off.
   int64_t stall_warning_ms = 0, stall_shutdown_ms = 0;
   std::string timeline;  // this rank's timeline file, from the start; empty: none
-  TransportMode transport = TransportMode::kAuto;
+  // "auto" or a data-plane backend's name (transport/route_planner.h): which backend carries
+  // each pair; a forced backend that cannot reach a peer is an error, never a silent fallback.
+  std::string transport = "auto";
   CurveClientKeys curve;
 };
 

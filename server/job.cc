@@ -324,7 +324,7 @@ void Job::ReplyJoin(const JoinWaiter& waiter, int32_t set_id, const Status& stat
   auto* reply = o.frame.mutable_set_reply();
   reply->set_request_id(waiter.request_id);
   reply->mutable_set()->set_id(set_id);
-  if (status.ok()) reply->mutable_set()->add_ranks(last);
+  if (status.ok()) reply->set_last_rank(last);
   else wire::ToWire(status, reply->mutable_error());
   out->push_back(std::move(o));
 }

@@ -8,8 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "transport/shm/shm_channel.h"
-#include "transport/tcp/tcp_channel.h"
+#include "transport/backend.h"
 
 namespace tutti::transport {
 namespace {
@@ -55,37 +54,18 @@ PeerStats SocketContext::Stats(int32_t peer) const {
 }
 
 Status SocketContext::Connect(int32_t peer, Deadline deadline, std::unique_ptr<Channel>* channel) {
-  const PeerRoute& route = routes_.at(peer);
   if (self_ > peer) {  // the lower rank chose the backend
     Accepted accepted;
     TUTTI_RETURN_IF_ERROR(device_->Accept(set_id_, peer, deadline, abort_.fd(), &accepted));
-    if (accepted.link == Link::kTcp) {
-      *channel = std::make_unique<TcpChannel>(std::move(accepted.fd));
-      return Status::Ok();
-    }
-    std::unique_ptr<ShmChannel> shm;
-    TUTTI_RETURN_IF_ERROR(
-        ShmChannel::Adopt(std::move(accepted.fd), std::move(accepted.passed), &shm));
-    *channel = std::move(shm);
-    return Status::Ok();
+    const Backend* backend = FindBackend(accepted.link);
+    if (!backend) return Status(Code::kInternal, "no data-plane backend for an accepted connection");
+    return backend->Adopt(std::move(accepted), channel);
   }
-  if (route.link == Link::kTcp) {
-    UniqueFd fd;
-    TUTTI_RETURN_IF_ERROR(
-        device_->ConnectTcp(set_id_, self_, peer, route.endpoint, deadline, abort_.fd(), &fd));
-    *channel = std::make_unique<TcpChannel>(std::move(fd));
-    return Status::Ok();
-  }
-  std::unique_ptr<ShmChannel> shm;
-  std::vector<int> to_pass;
-  TUTTI_RETURN_IF_ERROR(ShmChannel::Create(kShmFifoBytes, &shm, &to_pass));
-  UniqueFd socket;
-  TUTTI_RETURN_IF_ERROR(
-      device_->ConnectUnix(set_id_, self_, peer, route.endpoint, to_pass, deadline, abort_.fd(),
-                           &socket));
-  shm->Connected(std::move(socket));
-  *channel = std::move(shm);
-  return Status::Ok();
+  const PeerRoute& route = routes_.at(peer);
+  const Backend* backend = FindBackend(route.link);
+  if (!backend) return Status(Code::kInternal, "no data-plane backend for this route");
+  return backend->Connect(device_, Dial{set_id_, self_, peer, route.endpoint, deadline, abort_.fd()},
+                          channel);
 }
 
 Status SocketContext::ChannelTo(int32_t peer, Deadline deadline, Channel** channel) {
@@ -151,9 +131,9 @@ Status SocketContext::SendRecv(int32_t to, const void* send_buf, size_t send_len
   return Status::Ok();
 }
 
-bool SocketContext::AllShareMemory(const std::vector<int32_t>& ranks) const {
+bool SocketContext::CanRelayInPlace(const std::vector<int32_t>& ranks) const {
   for (int32_t r : ranks)
-    if (r != self_ && routes_.at(r).link != Link::kShm) return false;
+    if (r != self_ && !FindBackend(routes_.at(r).link)->relays_in_place()) return false;
   return true;
 }
 

@@ -25,7 +25,7 @@ class SocketContext : public Context {
                   const std::function<void(size_t)>& on_received = nullptr) override;
   void Abort(const Status& status) override;
   PeerStats Stats(int32_t peer) const override;
-  bool AllShareMemory(const std::vector<int32_t>& ranks) const override;
+  bool CanRelayInPlace(const std::vector<int32_t>& ranks) const override;
   Status Relay(int32_t to, int32_t from, size_t len, size_t granule, Deadline deadline,
                const RelayFn& fn) override;
 

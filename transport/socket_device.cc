@@ -15,8 +15,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "transport/abort_latch.h"
-#include "transport/shm/shm_stream.h"
+#include "transport/backend.h"
 #include "transport/socket_context.h"
 
 namespace tutti::transport {
@@ -305,71 +304,22 @@ void SocketDevice::Forget(int32_t set_id) {
     it = it->first.first == set_id ? rejected_.erase(it) : std::next(it);
 }
 
-namespace {
-
-// A connected socket used in one direction, with its own abort latch.
-class TcpStream : public Stream {
- public:
-  TcpStream(UniqueFd fd, std::string peer) : fd_(std::move(fd)), peer_(std::move(peer)) {}
-  Status Write(const void* data, size_t len, Deadline deadline) override {
-    return Checked(WriteFully(fd_.get(), data, len, deadline, abort_.fd(), peer_));
-  }
-  Status Read(void* data, size_t len, Deadline deadline) override {
-    return Checked(ReadFully(fd_.get(), data, len, deadline, abort_.fd(), peer_));
-  }
-  void Abort(const Status& status) override { abort_.Set(status); }
-
- private:
-  // fd_io reports a readable cancel fd as kShutDown: say why it was aborted instead.
-  Status Checked(Status status) {
-    if (status.ok() || status.code() == Code::kTimeout) return status;
-    Status aborted = abort_.status();
-    if (!aborted.ok()) return aborted;
-    if (status.code() == Code::kPeerLost) return Status(status.code(), "peer lost: " + status.message());
-    return status;
-  }
-
-  UniqueFd fd_;
-  std::string peer_;
-  AbortLatch abort_;
-};
-
-}  // namespace
-
 Status SocketDevice::OpenStream(int32_t channel, int32_t self, int32_t peer, const PeerRoute& route,
                                 Deadline deadline, std::unique_ptr<Stream>* stream) {
-  UniqueFd fd;
-  const std::string who = "rank " + std::to_string(peer);
-  if (route.link == Link::kShm) {
-    std::unique_ptr<ShmChannel> shm;
-    std::vector<int> to_pass;
-    TUTTI_RETURN_IF_ERROR(ShmChannel::Create(kShmFifoBytes, &shm, &to_pass));
-    TUTTI_RETURN_IF_ERROR(
-        ConnectUnix(channel, self, peer, route.endpoint, to_pass, deadline, -1, &fd));
-    shm->Connected(std::move(fd));
-    *stream = std::make_unique<ShmStream>(std::move(shm), who);
-    return Status::Ok();
-  }
+  const Backend* backend = FindBackend(route.link);
+  if (!backend) return Status(Code::kInternal, "no data-plane backend for this route");
   // Opening is bounded by the deadline; an abort reaches the stream once it exists.
-  TUTTI_RETURN_IF_ERROR(ConnectTcp(channel, self, peer, route.endpoint, deadline, -1, &fd));
-  *stream = std::make_unique<TcpStream>(std::move(fd), who);
-  return Status::Ok();
+  return backend->OpenStream(this, Dial{channel, self, peer, route.endpoint, deadline, -1},
+                             "rank " + std::to_string(peer), stream);
 }
 
 Status SocketDevice::AcceptStream(int32_t channel, int32_t peer, Deadline deadline,
                                   std::unique_ptr<Stream>* stream) {
   Accepted accepted;
   TUTTI_RETURN_IF_ERROR(Accept(channel, peer, deadline, -1, &accepted));
-  const std::string who = "rank " + std::to_string(peer);
-  if (accepted.link == Link::kShm) {  // the opener chose
-    std::unique_ptr<ShmChannel> shm;
-    TUTTI_RETURN_IF_ERROR(
-        ShmChannel::Adopt(std::move(accepted.fd), std::move(accepted.passed), &shm));
-    *stream = std::make_unique<ShmStream>(std::move(shm), who);
-    return Status::Ok();
-  }
-  *stream = std::make_unique<TcpStream>(std::move(accepted.fd), who);
-  return Status::Ok();
+  const Backend* backend = FindBackend(accepted.link);  // the opener chose
+  if (!backend) return Status(Code::kInternal, "no data-plane backend for an accepted stream");
+  return backend->AdoptStream(std::move(accepted), "rank " + std::to_string(peer), stream);
 }
 
 std::unique_ptr<Context> SocketDevice::CreateContext(int32_t set_id, int32_t self,

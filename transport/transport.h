@@ -18,6 +18,9 @@ namespace tutti::transport {
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
+// The room every backend that relays in place keeps in flight per direction (Context::Relay).
+constexpr size_t kRelayRoomBytes = 4 << 20;
+
 // Which backend carries a peer pair. Values are those of tutti_transport_t (tutti.h): never
 // change them.
 enum class Link : int32_t { kNone = 0, kTcp = 1, kShm = 2 };
@@ -63,14 +66,16 @@ class Context {
 
   // Zero-copy streaming for backends whose bytes in flight sit in memory both sides map (shm):
   // true if every pair among `ranks` (global, including this rank) is such a pair. The same
-  // answer on every member, since it follows from host identity and the job's transport.
-  virtual bool AllShareMemory(const std::vector<int32_t>& /*ranks*/) const { return false; }
+  // answer on every member, since it follows from the route plan, which every rank makes alike.
+  virtual bool CanRelayInPlace(const std::vector<int32_t>& /*ranks*/) const { return false; }
 
-  // Where AllShareMemory holds: streams `len` bytes arriving from `from` (none if from < 0) and
+  // Where CanRelayInPlace holds: streams `len` bytes arriving from `from` (none if from < 0) and
   // `len` bytes toward `to` (none if to < 0) through `fn(in, out, offset, n)`, called on
   // consecutive windows, `n` a multiple of `granule` (1, 2, 4, 8 or 16) and `offset` counting from
   // 0: `in` points at the next n bytes that arrived, `out` at room for the next n to send,
   // either null when absent. `fn` writes all of `out`. Errors as SendRecv.
+  // Each relaying backend keeps at least kRelayRoomBytes in flight per direction; a caller's
+  // windows of more than half of that could stall a ring with every FIFO full.
   using RelayFn = std::function<void(const char* in, char* out, size_t offset, size_t n)>;
   virtual Status Relay(int32_t /*to*/, int32_t /*from*/, size_t /*len*/, size_t /*granule*/,
                        Deadline /*deadline*/, const RelayFn& /*fn*/) {

@@ -9,9 +9,9 @@
 
 namespace tutti::transport {
 
-// FIFO bytes per direction: measured with the relay slice (docs/transports.md). At least twice
-// client::kRelaySliceBytes.
+// FIFO bytes per direction: measured with the relay slice (docs/transports.md).
 constexpr size_t kShmFifoBytes = 4 << 20;
+static_assert(kShmFifoBytes >= kRelayRoomBytes, "shm relays in place: it keeps the relay room");
 
 // Alignment of every message in a FIFO: the largest element size.
 constexpr size_t kShmAlign = 16;

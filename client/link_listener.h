@@ -1,0 +1,37 @@
+// The way back from the coordinator link to the runtime: what tuttid told this rank, already
+// decoded. One interface with named methods rather than loose callbacks, so every path from the
+// wire into the runtime can be read and grepped from here.
+//
+// Threads: every method runs on the link's I/O thread and must not block (no waits, no I/O);
+// taking short bookkeeping locks is fine. The listener must outlive the link.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/protocol.h"
+
+namespace tutti::client {
+
+class LinkListener {
+ public:
+  // A set's next collectives, in the order every member runs them; cache references are already
+  // resolved to tensor names.
+  virtual void OnExecute(wire::Execute& execute) = 0;
+  // tuttid refused one announced tensor before it reached any collective.
+  virtual void OnTensorRefused(int32_t set_id, const std::string& name, const Status& why) = 0;
+  // tuttid declared `lost_ranks` lost: every set containing one fails with `status`.
+  virtual void OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& status) = 0;
+  // The NCCL unique id of (set, device group), relayed from the set's first member.
+  virtual void OnCommId(int32_t set_id, int32_t device_group, const std::string& id) = 0;
+  // The link is dead for good (coordinator lost or stopping, this rank evicted, tuttid restarted,
+  // a refused handshake): everything pending and everything later fails with `status`.
+  virtual void OnLinkDead(const Status& status) = 0;
+
+ protected:
+  ~LinkListener() = default;
+};
+
+}  // namespace tutti::client

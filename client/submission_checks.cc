@@ -1,0 +1,151 @@
+#include "client/submission_checks.h"
+
+#include <algorithm>
+
+#include "client/gpu_module_loader.h"
+#include "common/dtype.h"
+
+namespace tutti::client {
+namespace {
+
+Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+
+std::string DeviceName(const TensorArgs& t) {
+  return t.device_type == kDeviceTypeCuda ? "cuda:" + std::to_string(t.device_index) : "cpu";
+}
+
+Status CheckTensor(const char* which, const TensorArgs& t, size_t* count) {
+  if (t.data == nullptr && !t.shape.empty()) {
+    int64_t elements = 1;
+    for (int64_t d : t.shape) elements *= d;
+    if (elements != 0) return Invalid(std::string(which) + " tensor has no data pointer");
+  }
+  if (!IsValidDType(t.dtype))
+    return Invalid(std::string(which) + " tensor has unknown dtype " + std::to_string(t.dtype));
+  if (t.device_type == kDeviceTypeCuda) {
+    if (t.device_index < 0)
+      return Invalid(std::string(which) + " tensor has device index " + std::to_string(t.device_index));
+    Status usable = CheckCudaDevice(t.device_index);
+    if (!usable.ok())
+      return Status(usable.code(), std::string(which) + " tensor is on cuda:" +
+                                       std::to_string(t.device_index) + ": " + usable.message());
+  } else if (t.device_type != kDeviceTypeCpu) {
+    return Invalid(std::string(which) + " tensor has unknown device type " +
+                   std::to_string(t.device_type));
+  }
+  int64_t elements = 1;
+  for (int64_t d : t.shape) {
+    if (d < 0) return Invalid(std::string(which) + " tensor has a negative dimension");
+    if (d != 0 && elements > (int64_t{1} << 56) / d)
+      return Invalid(std::string(which) + " tensor is too large");
+    elements *= d;
+  }
+  *count = static_cast<size_t>(elements);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckSubmission(const CollectiveArgs& args, int32_t self, const std::vector<int32_t>& members,
+                       Request::Operation* op) {
+  const std::string label = std::string(wire::KindName(args.kind)) +
+                            (args.name.empty() ? "" : " '" + args.name + "'");
+  auto invalid = [&](const std::string& why) { return Invalid(label + ": " + why); };
+  auto tensor = [&](const char* which, const TensorArgs& t, size_t* count) {
+    Status status = CheckTensor(which, t, count);
+    return status.ok() ? status : Status(status.code(), label + ": " + status.message());
+  };
+  if (args.name.size() > 1024) return invalid("name longer than 1024 bytes");
+  op->spec.set_kind(args.kind);
+  if (args.kind == wire::COLLECTIVE_BARRIER) return Status::Ok();
+
+  TUTTI_RETURN_IF_ERROR(tensor("input", args.input, &op->count));
+  const auto dtype = static_cast<DType>(args.input.dtype);
+  const bool reduces =
+      args.kind == wire::COLLECTIVE_ALLREDUCE || args.kind == wire::COLLECTIVE_REDUCESCATTER;
+  if (reduces) {
+    if (!IsValidReduceOp(args.reduce_op))
+      return invalid("unknown reduce op " + std::to_string(args.reduce_op));
+    if (!IsFloating(dtype) && (args.prescale != 1.0 || args.postscale != 1.0))
+      return invalid(std::string("prescale and postscale factors apply to floating types only, "
+                                 "not ") + DTypeName(args.input.dtype));
+    op->spec.set_reduce_op(args.reduce_op);
+    op->spec.set_prescale(args.prescale);
+    op->spec.set_postscale(args.postscale);
+  }
+  op->spec.set_priority(args.priority);
+  const bool p2p = args.kind == wire::POINT_TO_POINT_SEND || args.kind == wire::POINT_TO_POINT_RECV;
+  if (p2p) {
+    const char* role = args.kind == wire::POINT_TO_POINT_SEND ? "destination" : "source";
+    if (!std::binary_search(members.begin(), members.end(), args.root))
+      return invalid(std::string(role) + " rank " + std::to_string(args.root) +
+                     " is not a member of process set " + std::to_string(args.set_id));
+    if (args.root == self) return invalid(std::string(role) + " is this rank itself");
+    if (args.tag < 0) return invalid("negative tag " + std::to_string(args.tag));
+    if (args.input.device_type != kDeviceTypeCpu)
+      return Status(Code::kUnsupported,
+                    label + ": send and recv of device tensors are not supported yet; copy the "
+                            "tensor to host memory first");
+    op->output = args.input.data;
+  }
+  const bool rows = args.kind != wire::COLLECTIVE_ALLREDUCE && args.kind != wire::COLLECTIVE_BROADCAST && !p2p;
+  if (rows && args.input.shape.empty())
+    return invalid("the input needs at least one dimension (its rows)");
+  switch (args.kind) {
+    case wire::COLLECTIVE_ALLREDUCE: {
+      size_t out_count = 0;
+      TUTTI_RETURN_IF_ERROR(tensor("output", args.output, &out_count));
+      if (args.input.dtype != args.output.dtype) return invalid("input and output dtypes differ");
+      if (DeviceName(args.input) != DeviceName(args.output))
+        return invalid("input is on " + DeviceName(args.input) + ", output on " +
+                       DeviceName(args.output) + "; both must be on one device");
+      if (op->count != out_count)
+        return invalid("input has " + std::to_string(op->count) + " elements, output " +
+                       std::to_string(out_count));
+      op->output = args.output.data;
+      break;
+    }
+    case wire::COLLECTIVE_BROADCAST:
+      if (!std::binary_search(members.begin(), members.end(), args.root))
+        return invalid("root rank " + std::to_string(args.root) +
+                       " is not a member of process set " + std::to_string(args.set_id));
+      op->spec.set_root(args.root);
+      op->output = args.input.data;
+      break;
+    case wire::COLLECTIVE_ALLTOALL: {
+      const int64_t n = static_cast<int64_t>(members.size()), total = args.input.shape[0];
+      std::vector<int64_t> splits;
+      if (!args.splits) {
+        if (total % n != 0)
+          return invalid(std::to_string(total) + " rows do not divide among " + std::to_string(n) +
+                         " ranks; give splits");
+        splits.assign(n, total / n);
+      } else {
+        splits = *args.splits;
+        if (static_cast<int64_t>(splits.size()) != n)
+          return invalid(std::to_string(splits.size()) + " splits for a set of " +
+                         std::to_string(n) + " ranks");
+        int64_t sum = 0;
+        for (int64_t split : splits) {
+          if (split < 0) return invalid("negative split " + std::to_string(split));
+          sum += split;
+        }
+        if (sum != total)
+          return invalid("splits add up to " + std::to_string(sum) + " rows, the input has " +
+                         std::to_string(total));
+      }
+      op->spec.mutable_splits()->Add(splits.begin(), splits.end());
+      break;
+    }
+    default:
+      break;
+  }
+  op->spec.set_dtype(args.input.dtype);
+  op->spec.mutable_shape()->Add(args.input.shape.begin(), args.input.shape.end());
+  op->spec.set_device_type(args.input.device_type);
+  op->spec.set_device_index(args.input.device_index);
+  op->input = args.input.data;
+  return Status::Ok();
+}
+
+}  // namespace tutti::client
