@@ -1,12 +1,38 @@
-// Status strings and the thread-local detail text of the last error.
+// Status strings, the thread-local detail text of the last error with the helpers that record it,
+// and the two entry points that read them. The text is thread_local: each thread sees the error
+// of its own last call.
 #include <string>
+#include <utility>
 
 #include "capi/status_text.h"
 
 namespace tutti::capi {
 namespace {
 thread_local std::string last_error;
-}
+
+// Report() hands a Status's code to the caller as is, so the two numberings must agree.
+#define TUTTI_SAME_CODE(c, k) static_assert(c == static_cast<int>(Code::k), #c " drifted from Code::" #k)
+TUTTI_SAME_CODE(TUTTI_ERR_INVALID_ARGUMENT, kInvalidArgument);
+TUTTI_SAME_CODE(TUTTI_ERR_UNKNOWN_SET, kUnknownSet);
+TUTTI_SAME_CODE(TUTTI_ERR_NOT_A_MEMBER, kNotAMember);
+TUTTI_SAME_CODE(TUTTI_ERR_DUPLICATE_NAME, kDuplicateName);
+TUTTI_SAME_CODE(TUTTI_ERR_MISMATCH, kMismatch);
+TUTTI_SAME_CODE(TUTTI_ERR_PEER_LOST, kPeerLost);
+TUTTI_SAME_CODE(TUTTI_ERR_COORDINATOR_LOST, kCoordinatorLost);
+TUTTI_SAME_CODE(TUTTI_ERR_TIMEOUT, kTimeout);
+TUTTI_SAME_CODE(TUTTI_ERR_ABORTED, kAborted);
+TUTTI_SAME_CODE(TUTTI_ERR_STALLED, kStalled);
+TUTTI_SAME_CODE(TUTTI_ERR_VERSION_MISMATCH, kVersionMismatch);
+TUTTI_SAME_CODE(TUTTI_ERR_AUTH_FAILED, kAuthFailed);
+TUTTI_SAME_CODE(TUTTI_ERR_SHUT_DOWN, kShutDown);
+TUTTI_SAME_CODE(TUTTI_ERR_INTERNAL, kInternal);
+TUTTI_SAME_CODE(TUTTI_ERR_SET_REMOVED, kSetRemoved);
+TUTTI_SAME_CODE(TUTTI_ERR_UNSUPPORTED, kUnsupported);
+TUTTI_SAME_CODE(TUTTI_ERR_EVICTED, kEvicted);
+TUTTI_SAME_CODE(TUTTI_ERR_LIMIT_EXCEEDED, kLimitExceeded);
+TUTTI_SAME_CODE(TUTTI_ERR_DEVICE_UNAVAILABLE, kDeviceUnavailable);
+#undef TUTTI_SAME_CODE
+}  // namespace
 
 const char* StatusString(tutti_status_t status) {
   switch (status) {
@@ -44,4 +70,23 @@ void ClearError() { last_error.clear(); }
 
 const char* LastError() { return last_error.c_str(); }
 
+tutti_status_t Report(const Status& status) {
+  if (status.ok()) return TUTTI_OK;
+  return Fail(static_cast<tutti_status_t>(status.code()), status.message());
+}
+
+tutti_status_t Invalid(std::string message) {
+  return Fail(TUTTI_ERR_INVALID_ARGUMENT, std::move(message));
+}
+
 }  // namespace tutti::capi
+
+extern "C" {
+
+TUTTI_API const char* tutti_status_string(tutti_status_t status) {
+  return tutti::capi::StatusString(status);
+}
+
+TUTTI_API const char* tutti_last_error(void) { return tutti::capi::LastError(); }
+
+}  // extern "C"
