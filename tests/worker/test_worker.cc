@@ -229,20 +229,6 @@ int Remove() {
   return 0;
 }
 
-// Rank 3 submits "t" with 5 elements, the others with 4: everyone prints "mismatch <status>
-// <message>", then a correct allreduce must work ("next ok").
-int Mismatch() {
-  Tensor t(TUTTI_DTYPE_FLOAT32, my_rank == 3 ? 5 : 4, 4);
-  tutti_request_t request;
-  Check("submit", tutti_allreduce(rt, "t", TUTTI_WORLD, &t.desc, &t.desc, nullptr, &request));
-  tutti_status_t status = tutti_request_wait(request, -1);
-  Say("mismatch %d %s", status, tutti_last_error());
-  tutti_request_free(request);
-  SumOnSet("t", TUTTI_WORLD);  // the same name works again once the failed one is settled
-  Say("next ok");
-  return 0;
-}
-
 // Prints "world <rank> <size> <local_rank> <local_size> <cross_rank> <cross_size>", then allreduces.
 int Basic() {
   int32_t values[4];
@@ -253,19 +239,6 @@ int Basic() {
   Say("world %d %d %d %d %d %d", my_rank, world_size, values[0], values[1], values[2], values[3]);
   for (int i = 0; i < 10; ++i) SumOnSet(("basic." + std::to_string(i)).c_str(), TUTTI_WORLD, 10000);
   Say("basic ok");
-  return 0;
-}
-
-// In a world of 3, rank 0 adds {0,1} with a 1.5 s timeout while rank 1 never does: prints
-// "add <status> <message>". The other ranks wait for the harness's "go" before finalizing.
-int AddTimeout() {
-  if (my_rank != 0) {
-    AwaitGo();
-    return 0;
-  }
-  int32_t set[] = {0, 1}, id;
-  tutti_status_t status = tutti_process_set_add(rt, set, 2, 1500, &id);
-  Say("add %d %s", status, tutti_last_error());
   return 0;
 }
 
@@ -518,64 +491,6 @@ void ReportFailure(const char* label, tutti_status_t submitted, tutti_request_t*
   tutti_status_t status = tutti_request_wait(request, -1);
   Say("err %s %d %s", label, status, tutti_last_error());
   tutti_request_free(request);
-}
-
-// A barrier on the world: nobody finalizes before everyone got this far.
-int WorldBarrier() {
-  tutti_request_t barrier;
-  Check("barrier", tutti_barrier(rt, TUTTI_WORLD, &barrier));
-  if (Finish(barrier, "barrier") != TUTTI_OK) return 1;
-  tutti_request_free(barrier);
-  return 0;
-}
-
-// Validation failures of each kind on S={0,1,2} (rank 3 only adds S), each followed by a good op.
-// The world barrier at the end keeps rank 0 from leaving before rank 3's add was answered.
-int CollectiveErrors() {
-  int32_t s_ranks[] = {0, 1, 2}, s;
-  Check("add S", tutti_process_set_add(rt, s_ranks, 3, 0, &s));
-  if (my_rank == 3) return WorldBarrier();
-  const DTypeInfo& f32 = AllDTypes()[TUTTI_DTYPE_FLOAT32 - 1];
-  const DTypeInfo& i32 = AllDTypes()[TUTTI_DTYPE_INT32 - 1];
-  tutti_request_t request = nullptr;
-
-  Tensor t = Filled(f32, {4}, my_rank);
-  ReportFailure("outside-root", tutti_broadcast(rt, "b", s, &t.desc, 3, &request), &request);
-  ReportFailure("roots", tutti_broadcast(rt, "r", s, &t.desc, my_rank == 2 ? 1 : 0, &request), &request);
-
-  Tensor g = Filled(f32, {2, my_rank == 2 ? 4 : 3}, my_rank);
-  ReportFailure("gather-dims", tutti_allgather(rt, "g", s, &g.desc, &request), &request);
-
-  Tensor rs = Filled(f32, {3}, my_rank);
-  tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
-  options.reduce_op = my_rank == 2 ? TUTTI_OP_MAX : TUTTI_OP_SUM;
-  ReportFailure("scatter-op", tutti_reducescatter(rt, "rs", s, &rs.desc, &options, &request), &request);
-  Tensor scalar = Filled(f32, {}, my_rank);
-  ReportFailure("scatter-scalar", tutti_reducescatter(rt, "rs0", s, &scalar.desc, nullptr, &request), &request);
-
-  Tensor a = Filled(f32, {6, 2}, my_rank);
-  int64_t bad[] = {1, 2, 2}, good[] = {2, 2, 2}, few[] = {3, 3};
-  if (my_rank == 1) {
-    ReportFailure("splits-sum", tutti_alltoall(rt, "a", s, &a.desc, bad, 3, &request), &request);
-    ReportFailure("splits-count", tutti_alltoall(rt, "a", s, &a.desc, few, 2, &request), &request);
-  }
-  Tensor odd = Filled(f32, {7, 2}, my_rank);
-  ReportFailure("splits-equal", tutti_alltoall(rt, "a", s, &odd.desc, nullptr, 0, &request), &request);
-  Check("alltoall", tutti_alltoall(rt, "a", s, &a.desc, good, 3, &request));
-  if (Finish(request, "alltoall") != TUTTI_OK) return 1;
-  tutti_request_free(request);
-
-  Tensor typed = Filled(my_rank == 2 ? i32 : f32, {3, 2}, my_rank);
-  ReportFailure("alltoall-dtype", tutti_alltoall(rt, "t", s, &typed.desc, nullptr, 0, &request), &request);
-
-  Check("allgather", tutti_allgather(rt, "g", s, &g.desc, &request));  // the name is free again
-  ReportFailure("after", TUTTI_OK, &request);  // expected to fail again: rank 2's dims still differ
-  Tensor fine = Filled(f32, {2, 3}, my_rank);
-  Check("allgather", tutti_allgather(rt, "fine", s, &fine.desc, &request));
-  if (Finish(request, "allgather") != TUTTI_OK) return 1;
-  tutti_request_free(request);
-  Say("errors done");
-  return WorldBarrier();
 }
 
 // A={0,1,2} and B={1,2,3}: ranks 1 and 2 submit on both in opposite orders, 24 times, cycling
@@ -870,40 +785,6 @@ int AllocatorUse() {
   return 0;
 }
 
-// World of 3: rank 0 joins with a 1.5 s timeout that ranks 1 and 2 never match; meanwhile its
-// own submissions on the set are refused. Prints "refused <status> <message>" and
-// "join <status> <message>"; ranks 1 and 2 wait for "go".
-int JoinTimeout() {
-  if (my_rank != 0) {
-    AwaitGo();
-    return 0;
-  }
-  tutti_status_t join_status = TUTTI_OK;
-  std::string join_error;
-  std::thread joiner([&] {
-    int32_t last = -1;
-    join_status = tutti_join(rt, TUTTI_WORLD, 1500, &last);
-    join_error = tutti_last_error();
-  });
-  // Until the join is in effect, submissions still go through: retry (bounded) until refused.
-  Tensor t(TUTTI_DTYPE_FLOAT32, 4, 4);
-  tutti_status_t status = TUTTI_OK;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (int i = 0; status == TUTTI_OK && std::chrono::steady_clock::now() < give_up; ++i) {
-    tutti_request_t request = nullptr;
-    status = tutti_allreduce(rt, ("probe." + std::to_string(i)).c_str(), TUTTI_WORLD, &t.desc, &t.desc,
-                             nullptr, &request);
-    if (status == TUTTI_OK) {
-      tutti_request_free(request);  // stays pending; finalize settles it
-      std::this_thread::yield();
-    }
-  }
-  Say("refused %d %s", status, tutti_last_error());
-  joiner.join();
-  Say("join %d %s", join_status, join_error.c_str());
-  return 0;
-}
-
 // Runs EveryCollective on the set among `lists` ("0,1,2,3" or "0,1|2,3") this rank belongs to.
 int CollectivesOn(const std::string& lists, bool large) {
   int32_t mine = -1;
@@ -1118,23 +999,19 @@ int main(int argc, char** argv) {
   else if (scenario == "independence") result = Independence();
   else if (scenario == "members_only_add") result = MembersOnlyAdd();
   else if (scenario == "remove") result = Remove();
-  else if (scenario == "mismatch") result = Mismatch();
   else if (scenario == "basic") result = Basic();
   else if (scenario == "transport") result = TransportCases();
   else if (scenario == "shm_loop") result = ShmLoop();
-  else if (scenario == "add_timeout") result = AddTimeout();
   else if (scenario == "big") result = BigWithBystanders();
   else if (scenario == "coordinator_loss") result = CoordinatorLoss();
   else if (scenario == "fork") result = ForkThenDie();
   else if (scenario == "steady") result = Steady();
   else if (scenario == "finalize_in_flight") result = FinalizeInFlight();
-  else if (scenario == "collective_errors") result = CollectiveErrors();
   else if (scenario == "abort") result = AbortInFlight();
   else if (scenario == "pipeline") result = Pipeline();
   else if (scenario == "grouped") result = Grouped();
   else if (scenario == "join") result = JoinUneven();
   else if (scenario == "allocator") result = AllocatorUse();
-  else if (scenario == "join_timeout") result = JoinTimeout();
   else if (scenario == "p2p_errors") result = PointToPointErrors();
   else if (scenario == "interleave") result = Interleave();
   else if (scenario == "fusion_mix") result = FusionMix();
