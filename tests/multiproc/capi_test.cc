@@ -18,18 +18,6 @@ namespace {
 
 std::string LastError() { return tutti_last_error(); }
 
-struct FloatTensor {
-  explicit FloatTensor(int64_t n) : values(n), shape{n} {
-    desc.data = values.data();
-    desc.dtype = TUTTI_DTYPE_FLOAT32;
-    desc.ndim = 1;
-    desc.shape = shape.data();
-  }
-  std::vector<float> values;
-  std::vector<int64_t> shape;
-  tutti_tensor_t desc = TUTTI_TENSOR_INIT;
-};
-
 TEST(CApi, VersionAndStatusStrings) {
   int32_t version = 0;
   ASSERT_EQ(tutti_get_version(&version), TUTTI_OK);

@@ -1,9 +1,13 @@
 // Process-set semantics across real processes: independence, members-only add, removal, timeouts.
 #include <signal.h>
 
+#include <cstdint>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "multiproc/cluster.h"
+#include "multiproc/in_process_job.h"
 
 namespace tutti::testing {
 namespace {
@@ -133,15 +137,16 @@ TEST(ProcessSets, RemovedSetFailsPendingAndLaterRequests) {
   ExpectAllSucceed(ranks);
 }
 
+// In a world of 3, rank 0 adds {0,1} with a 1.5 s timeout while rank 1 never does. The ranks
+// live in this process: none of them needs to be killed or stopped.
 TEST(ProcessSets, AddTimesOutNamingTheRanksThatNeverCame) {
   Tuttid tuttid;
-  auto ranks = StartRanks(tuttid, "add_timeout", 3);
-  auto line = ranks[0]->ReadUntil("add ", In(60));
-  ASSERT_TRUE(line) << ranks[0]->transcript();
-  EXPECT_EQ(*line, "-8 process set 1 add of [0, 1] timed out after 1500 ms: ranks [1] never arrived");
-  ranks[1]->WriteLine("go");
-  ranks[2]->WriteLine("go");
-  ExpectAllSucceed(ranks);
+  InProcessJob job(tuttid, 3);
+  int32_t pair[] = {0, 1}, id = -1;
+  EXPECT_EQ(tutti_process_set_add(job[0], pair, 2, 1500, &id), TUTTI_ERR_TIMEOUT);
+  EXPECT_EQ(std::string(tutti_last_error()),
+            "process set 1 add of [0, 1] timed out after 1500 ms: ranks [1] never arrived");
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(job.Finalize(r), TUTTI_OK) << "rank " << r;
 }
 
 }  // namespace

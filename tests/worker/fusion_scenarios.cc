@@ -1,12 +1,11 @@
 // Scenarios of the fusion, response-cache, priority and stall tests (tests/multiproc/fusion_test.cc).
-#include "worker/fusion_scenarios.h"
-
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "worker/scenario_registry.h"
 #include "worker/worker_common.h"
 
 namespace worker {
@@ -44,8 +43,6 @@ void Wait(const char* what, tutti_request_t request) {
   tutti_status_t status = tutti_request_wait(request, -1);
   if (status != TUTTI_OK) Die(what, status);
 }
-
-}  // namespace
 
 // Allreduces of mixed dtypes, ops and scale factors, one larger than the 16 KiB threshold the
 // test sets, a grouped allreduce, two allgathers and two reducescatters, all submitted before any
@@ -282,4 +279,17 @@ int Stall() {
   return 0;
 }
 
+const ScenarioRegistrar registered = {
+    {"fusion_mix", FusionMix},
+    {"training_steps",
+     [](const ScenarioArgs& args) {
+       return TrainingSteps(args.size() > 0 ? std::atoi(args[0].c_str()) : 3,
+                            args.size() > 1 ? std::atoi(args[1].c_str()) : 200);
+     }},
+    {"cache_invalidation", CacheInvalidation},
+    {"priorities", Priorities},
+    {"stall", Stall},
+};
+
+}  // namespace
 }  // namespace worker

@@ -1,9 +1,10 @@
-#include "worker/transport_scenarios.h"
-
+// Scenarios of the transport tests (tests/multiproc/transport_test.cc): allreduces over every
+// path and dtype, hashed so that transports can be compared bit for bit, and a loop to kill.
 #include <cmath>
 #include <cstring>
 #include <string>
 
+#include "worker/scenario_registry.h"
 #include "worker/worker_common.h"
 
 namespace worker {
@@ -25,8 +26,6 @@ const DTypeInfo& Find(int32_t dtype) {
     if (d.dtype == dtype) return d;
   Die("unknown dtype", TUTTI_ERR_INTERNAL);
 }
-
-}  // namespace
 
 // Allreduces over sizes that take every path (direct exchange, one ring slice, several slices,
 // odd element counts) in float16, bfloat16, float32, float64 and int32. Floating results are
@@ -97,4 +96,10 @@ int ShmLoop() {
   }
 }
 
+const ScenarioRegistrar registered = {
+    {"transport", TransportCases},
+    {"shm_loop", ShmLoop},
+};
+
+}  // namespace
 }  // namespace worker
