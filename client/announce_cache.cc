@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "proto/cache_bits.h"
+
 namespace tutti::client {
 
 void AnnounceCache::Add(int32_t set_id, wire::TensorSpec spec) {
@@ -32,16 +34,8 @@ AnnounceCache::Drained AnnounceCache::Drain(wire::Announce* announce) {
     drained.cached += set.bits.size();
     for (auto& spec : set.full) *out->add_tensors() = std::move(spec);
     set.full.clear();
-    if (!set.bits.empty()) {
-      const auto [low, high] = std::minmax_element(set.bits.begin(), set.bits.end());
-      const uint32_t base = *low / 8 * 8;
-      std::string bitmap((*high - base) / 8 + 1, '\0');
-      for (uint32_t slot : set.bits)
-        bitmap[(slot - base) / 8] = static_cast<char>(bitmap[(slot - base) / 8] | (1 << ((slot - base) % 8)));
-      out->set_cached_base(base);
-      out->set_cached(std::move(bitmap));
-      set.bits.clear();
-    }
+    wire::EncodeCacheBits(set.bits, out);
+    set.bits.clear();
   }
   queued_ = 0;
   return drained;
