@@ -64,8 +64,8 @@ Status Broadcast(const RingArgs& ring, Request& request) {
   const size_t bytes = op.count * ElementSize(static_cast<DType>(op.spec.dtype()));
   if (op.output != op.input) std::memmove(op.output, op.input, bytes);
   if (n == 1 || bytes == 0) return Status::Ok();
-  const size_t root = IndexOf(members, op.spec.root());
-  const size_t rel = (IndexOf(members, ring.self) + n - root) % n;
+  const size_t root = members.IndexOf(op.spec.root());
+  const size_t rel = (members.IndexOf(ring.self) + n - root) % n;
   char* data = static_cast<char*>(op.output);
   for (size_t mask = 1; mask < n; mask <<= 1) {
     const auto deadline = transport::Clock::now() + ring.step_timeout;
@@ -88,7 +88,7 @@ Status Allgather(const RingArgs& ring, Request& request, const std::vector<int64
   TUTTI_RETURN_IF_ERROR(Allocate(&result.data, chunks.begin.back() + chunks.size.back()));
   result.shape.assign(op.spec.shape().begin(), op.spec.shape().end());
   result.shape[0] = std::accumulate(rows.begin(), rows.end(), int64_t{0});
-  const size_t self = IndexOf(*ring.members, ring.self);
+  const size_t self = ring.members->IndexOf(ring.self);
   if (chunks.size[self] > 0)
     std::memcpy(result.data.data() + chunks.begin[self], op.input, chunks.size[self]);
   return RingAllgather(ring, result.data.data(), chunks, self);
@@ -98,7 +98,7 @@ Status Reducescatter(const RingArgs& ring, Request& request) {
   const auto& op = request.operation();
   const auto dtype = static_cast<DType>(op.spec.dtype());
   const auto reduce_op = static_cast<ReduceOp>(op.spec.reduce_op());
-  const size_t n = ring.members->size(), self = IndexOf(*ring.members, ring.self);
+  const size_t n = ring.members->size(), self = ring.members->IndexOf(ring.self);
   const auto rows = ReducescatterRows(op.spec.shape(0), n);
   const ChunkLayout chunks = RowChunks(rows, RowBytes(op.spec));
   std::vector<char> work(op.count * ElementSize(dtype));
@@ -121,7 +121,7 @@ Status Reducescatter(const RingArgs& ring, Request& request) {
 Status Alltoall(const RingArgs& ring, Request& request, const std::vector<int64_t>& matrix) {
   const auto& op = request.operation();
   const auto& members = *ring.members;
-  const size_t n = members.size(), self = IndexOf(members, ring.self), row_bytes = RowBytes(op.spec);
+  const size_t n = members.size(), self = members.IndexOf(ring.self), row_bytes = RowBytes(op.spec);
   std::vector<int64_t> sent(n), received(n);
   for (size_t j = 0; j < n; ++j) {
     sent[j] = matrix[self * n + j];

@@ -80,7 +80,7 @@ Status EnsureComm(const DeviceArgs& args, gpu::SetDevice* device, int32_t group,
   } else {
     TUTTI_RETURN_IF_ERROR(args.await_comm_id(group, deadline, args.interrupted, &id));
   }
-  const auto rank = static_cast<int32_t>(IndexOf(*args.members, args.self));
+  const auto rank = static_cast<int32_t>(args.members->IndexOf(args.self));
   return device->InitComm(group, id, static_cast<int32_t>(args.members->size()), rank, deadline,
                           args.interrupted);
 }
@@ -313,7 +313,7 @@ Status RunNcclCollective(const DeviceArgs& args, const std::vector<FusedPart>& p
   TUTTI_RETURN_IF_ERROR(EnsureComm(args, device, group, deadline));
   TUTTI_RETURN_IF_ERROR(OrderAfterProducers(device, parts));
   Phases phases(args, device, observe, deadline);
-  const size_t n = args.members->size(), self = IndexOf(*args.members, args.self);
+  const size_t n = args.members->size(), self = args.members->IndexOf(args.self);
   switch (spec.kind()) {
     case wire::COLLECTIVE_ALLREDUCE:
       TUTTI_RETURN_IF_ERROR(NcclAllreduce(device, group, parts, n, phases));
@@ -322,7 +322,7 @@ Status RunNcclCollective(const DeviceArgs& args, const std::vector<FusedPart>& p
       const auto& o = parts.front().request->operation();
       TUTTI_RETURN_IF_ERROR(device->Broadcast(
           group, o.output, o.count * ElementSize(static_cast<DType>(spec.dtype())),
-          static_cast<int32_t>(IndexOf(*args.members, spec.root()))));
+          static_cast<int32_t>(args.members->IndexOf(spec.root()))));
       break;
     }
     case wire::COLLECTIVE_ALLGATHER:

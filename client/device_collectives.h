@@ -31,7 +31,7 @@ struct DeviceLaneState {
 
 struct DeviceArgs {
   int32_t set_id;
-  const std::vector<int32_t>* members;  // sorted global ranks
+  const MemberList* members;
   int32_t self;                          // global rank
   std::chrono::milliseconds timeout;     // for each collective, and for a communicator's setup
   gpu::Interrupt interrupted;            // the lane was aborted or the runtime shuts down

@@ -55,7 +55,7 @@ Status FusedAllreduce(const RingArgs& ring, const std::vector<FusedPart>& parts,
 
 Status FusedAllgather(const RingArgs& ring, const std::vector<FusedPart>& parts,
                       std::vector<char>* buffer, const PhaseObserver& observe) {
-  const size_t n = ring.members->size(), self = IndexOf(*ring.members, ring.self);
+  const size_t n = ring.members->size(), self = ring.members->IndexOf(ring.self);
   const MemberMajor m = MemberMajorLayout(parts, n, false);
   const size_t total = m.chunks.begin.back() + m.chunks.size.back();
   if (buffer->size() < total) buffer->resize(total);
@@ -96,7 +96,7 @@ Status FusedReducescatter(const RingArgs& ring, const std::vector<FusedPart>& pa
   const auto dtype = static_cast<DType>(first.dtype());
   const auto op = static_cast<ReduceOp>(first.reduce_op());
   const size_t element = ElementSize(dtype);
-  const size_t n = ring.members->size(), self = IndexOf(*ring.members, ring.self);
+  const size_t n = ring.members->size(), self = ring.members->IndexOf(ring.self);
   const MemberMajor m = MemberMajorLayout(parts, n, true);
   const size_t total = m.chunks.begin.back() + m.chunks.size.back();
   if (buffer->size() < total) buffer->resize(total);

@@ -21,7 +21,7 @@ Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
            std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
            Counters* counters, Timeline* timeline, CommIdRelay relay)
     : set_id_(set_id),
-      members_(std::move(members)),
+      members_(MemberList(std::move(members))),
       self_(self),
       context_(std::move(context)),
       step_timeout_(step_timeout),

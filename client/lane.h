@@ -43,7 +43,7 @@ class Lane {
   // coordinator's per-member rows for allgather and alltoall.
   void Push(std::vector<FusedPart> parts);
 
-  const std::vector<int32_t>& members() const { return members_; }
+  const MemberList& members() const { return members_; }
 
   // Wakes the collective in progress and fails it, and every later one, with `status`. Any thread.
   void Abort(const Status& status) {
@@ -75,7 +75,7 @@ class Lane {
   Status ExecuteOnDevice(const RingArgs& ring, Work& work);
 
   const int32_t set_id_;
-  const std::vector<int32_t> members_;
+  const MemberList members_;
   const int32_t self_;
   std::unique_ptr<transport::Context> context_;
   const std::chrono::milliseconds step_timeout_;

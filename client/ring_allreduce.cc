@@ -10,11 +10,6 @@ namespace tutti::client {
 // A relay step must fit in half the room in flight, or the ring could stall with every FIFO full.
 static_assert(transport::kRelayRoomBytes >= 2 * kRelaySliceBytes);
 
-size_t IndexOf(const std::vector<int32_t>& members, int32_t rank) {
-  return static_cast<size_t>(std::lower_bound(members.begin(), members.end(), rank) -
-                             members.begin());
-}
-
 ChunkLayout EvenChunks(size_t count, size_t n, size_t item_bytes) {
   ChunkLayout layout;
   for (size_t c = 0; c < n; ++c) {
@@ -32,9 +27,8 @@ struct Neighbours {
 };
 
 Neighbours Around(const RingArgs& ring) {
-  const auto& m = *ring.members;
-  const size_t n = m.size(), index = IndexOf(m, ring.self);
-  return {n, index, m[(index + 1) % n], m[(index + n - 1) % n]};
+  const MemberList& m = *ring.members;
+  return {m.size(), m.IndexOf(ring.self), m.Next(ring.self), m.Previous(ring.self)};
 }
 
 }  // namespace
@@ -154,12 +148,12 @@ Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dt
 Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
   const size_t n = ring.members->size();
   if (n == 1 || count == 0) return Status::Ok();
-  if (ring.context->CanRelayInPlace(*ring.members))
+  if (ring.context->CanRelayInPlace(ring.members->ranks()))
     return RelayAllreduce(ring, buffer, count, dtype, op);
   char* data = static_cast<char*>(buffer);
   const ChunkLayout chunks = EvenChunks(count, n, ElementSize(dtype));
   TUTTI_RETURN_IF_ERROR(RingReduceScatter(ring, data, chunks, dtype, op, 0));
-  return RingAllgather(ring, data, chunks, (IndexOf(*ring.members, ring.self) + 1) % n);
+  return RingAllgather(ring, data, chunks, (ring.members->IndexOf(ring.self) + 1) % n);
 }
 
 }  // namespace tutti::client

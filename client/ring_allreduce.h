@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "common/member_list.h"
 #include "transport/transport.h"
 
 namespace tutti::client {
@@ -24,7 +25,7 @@ ChunkLayout EvenChunks(size_t count, size_t n, size_t item_bytes);
 // The ring step bounds each exchange with a neighbour; `scratch` is reused between calls.
 struct RingArgs {
   transport::Context* context;
-  const std::vector<int32_t>* members;  // sorted global ranks
+  const MemberList* members;
   int32_t self;
   std::chrono::milliseconds step_timeout;
   std::vector<char>* scratch;
@@ -66,8 +67,5 @@ Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dt
 // Reduces `count` elements of `buffer` in place across the members (RelayAllreduce where every
 // member shares memory).
 Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
-
-// Position of `rank` in the sorted `members`.
-size_t IndexOf(const std::vector<int32_t>& members, int32_t rank);
 
 }  // namespace tutti::client

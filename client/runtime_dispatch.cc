@@ -68,7 +68,7 @@ void Runtime::OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& 
     for (int32_t rank : lost_ranks) {
       lost_.emplace(rank, status);
       for (auto& [id, lane] : lanes_) {
-        if (!std::binary_search(lane->members().begin(), lane->members().end(), rank)) continue;
+        if (!lane->members().Contains(rank)) continue;
         lane->Abort(status);  // wakes a ring step blocked on the lost rank
         broken_sets.push_back(id);
       }
