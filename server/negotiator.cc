@@ -163,7 +163,7 @@ void Negotiator::ReleaseIfComplete(std::unordered_map<std::string, Pending>::ite
   if (timeline_)
     timeline_->End(track_, entry->first, "NEGOTIATE",
                    {{"last_rank", last_rank},
-                    {"error", response.has_error() ? response.error().message() : ""}});
+                    {"error", wire::StatusOf(response).message()}});
   const bool everyone = std::all_of(members.begin(), members.end(),
                                     [](const auto& s) { return s.has_value(); });
   if (!everyone) {

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "common/dtype.h"
+#include "proto/status_codec.h"
 
 namespace tutti::server {
 namespace {
@@ -133,7 +134,7 @@ wire::Response Negotiator::Resolve(const std::string& name, const Pending& pendi
     default:
       break;
   }
-  if (!response.has_error()) ChooseDevicePath(name, pending, &response);
+  if (!wire::Failed(response)) ChooseDevicePath(name, pending, &response);
   return response;
 }
 
