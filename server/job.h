@@ -1,5 +1,6 @@
 // One job on tuttid: its rendezvous, its process sets and their negotiations. The job answers its
-// ranks through an outbox of frames addressed by ZeroMQ routing id. Single-threaded.
+// ranks through an outbox of frames addressed by ZeroMQ routing id. Single-threaded. Its member
+// functions are defined by concern: job.cc (the core and the dispatch of frames) and job_*.cc.
 #pragma once
 
 #include <cstdint>
@@ -95,17 +96,43 @@ class Job {
   std::optional<Clock::time_point> NextDeadline() const;
 
  private:
+  // The rendezvous (job_rendezvous.cc).
   void Welcome(Outbox* out);
   void RefuseAll(Code code, const std::string& message, Outbox* out);
+  // The world did not gather by the deadline: every registrant is refused, naming who is missing.
+  void TimeOutRendezvous(Outbox* out);
+
+  // Process sets and the dispatch of frames to them (job.cc).
+  // Creates the negotiator of an active set.
+  void OpenSet(int32_t set_id, const std::vector<int32_t>& members);
   void Apply(ProcessSetTable::Events& events, Outbox* out);
-  void SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::Response> responses,
-                   Outbox* out);
   void Refuse(int32_t rank, const Status& status, int32_t set_id, const std::string& tensor,
               Outbox* out);
+  void InspectStalls(Clock::time_point now, Outbox* out);
+
+  // The Execute builder (job_execute.cc).
+  void SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::Response> responses,
+                   Outbox* out);
+
+  // The join barrier (job_join.cc).
+  struct JoinWaiter {
+    int32_t rank;
+    uint64_t request_id;
+    int64_t timeout_ms;
+    Clock::time_point deadline;
+  };
+  void ReplyJoin(const JoinWaiter& waiter, int32_t set_id, const Status& status, int32_t last,
+                 Outbox* out);
+  // Fails the joins whose timeout passed, naming the members that never joined.
+  void ExpireJoins(Clock::time_point now, Outbox* out);
+
+  // Leases and eviction (job_leases.cc).
   // Takes `rank` out of the job: its sets break, pending work involving it fails with `status`
   // on the others; `fault` also tells every live rank (not done for an orderly leave, where
   // collectives the rank completed may still be finishing on its peers).
   void Remove(int32_t rank, const Status& status, bool fault, Outbox* out);
+  // Declares lost, and evicts, the ranks whose lease ran out.
+  void ExpireLeases(Clock::time_point now, Outbox* out);
   bool alive(int32_t rank) const { return state_[rank] == RankState::kAlive; }
 
   std::string id_;
@@ -129,9 +156,6 @@ class Job {
   Clock::duration stall_warning_{}, stall_shutdown_{};
   wire::CoordinatorCounters counters_;
   std::map<int32_t, std::vector<wire::Response>> released_;  // by set, in release order
-  void InspectStalls(Clock::time_point now, Outbox* out);
-  // Creates the negotiator of an active set.
-  void OpenSet(int32_t set_id, const std::vector<int32_t>& members);
   std::vector<std::pair<std::string, Status>> evicted_;
   int32_t registered_ = 0;
   int32_t gone_ = 0;  // lost or left
@@ -140,15 +164,7 @@ class Job {
   ProcessSetTable sets_;
   std::map<int32_t, Negotiator> negotiators_;  // one per active set
   PendingBudget budget_;                       // shared by negotiators_
-  struct JoinWaiter {
-    int32_t rank;
-    uint64_t request_id;
-    int64_t timeout_ms;
-    Clock::time_point deadline;
-  };
   std::map<int32_t, std::vector<JoinWaiter>> joins_;  // by set
-  void ReplyJoin(const JoinWaiter& waiter, int32_t set_id, const Status& status, int32_t last,
-                 Outbox* out);
 };
 
 }  // namespace tutti::server

@@ -72,7 +72,7 @@ class Negotiator {
   // `rank` applied its first `seen` cache evictions.
   void AcknowledgeEvictions(int32_t rank, uint64_t seen);
 
-  // Stall inspection: tensors some members announced and others did not.
+  // Stall inspection (negotiator_stalls.cc): tensors some members announced and others did not.
   struct Stall {
     std::string name;
     std::vector<int32_t> missing, submitted;
@@ -121,10 +121,13 @@ class Negotiator {
   // Records a member's announcement (full or expanded from the cache) and releases what completes.
   Status Record(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready,
                 Clock::time_point now);
+  // Checks that the members agree and builds the response (negotiator_agreement.cc).
   wire::Response Resolve(const std::string& name, const Pending& pending);
   // Sets the device path and group of a response that resolved without error (partial: some
-  // members joined and announced nothing).
+  // members joined and announced nothing). In negotiator_device_path.cc.
   void ChooseDevicePath(const std::string& name, const Pending& pending, wire::Response* response);
+  // Puts a failure in a response; shared by the negotiator's files.
+  static void SetError(wire::Response* response, Code code, const std::string& message);
   // Releases the tensor if every member that has not joined announced it; `last_rank` completed it.
   void ReleaseIfComplete(std::unordered_map<std::string, Pending>::iterator entry,
                          int32_t last_rank, std::vector<wire::Response>* ready);
