@@ -41,7 +41,11 @@ Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return dead_;
   }
-  TUTTI_RETURN_IF_ERROR(link_->RemoveSet(set_id, timeout_ms));
+  Status removed = link_->RemoveSet(set_id, timeout_ms);
+  // A set this rank knew that tuttid no longer has was removed by its members meanwhile (a
+  // non-member's removal races with theirs): it is gone here too.
+  if (removed.code() == Code::kUnknownSet) sets_.MarkRemoved(set_id);
+  TUTTI_RETURN_IF_ERROR(removed);
   sets_.MarkRemoved(set_id);
   std::unique_ptr<Lane> lane;
   {

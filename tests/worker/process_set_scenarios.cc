@@ -99,6 +99,9 @@ int MembersOnlyAdd() {
 int Remove() {
   int32_t s_ranks[] = {0, 2}, s = -1;
   Check("add S", tutti_process_set_add(rt, s_ranks, 2, 0, &s));
+  // Everyone has added S before its members remove it: a non-member adding the rank list after
+  // the removal would create a new set instead (ids are never reused).
+  SumOnSet("added", TUTTI_WORLD);
   const bool member = my_rank == 0 || my_rank == 2;
   tutti_request_t orphan = nullptr;
   Tensor t(TUTTI_DTYPE_FLOAT32, 8, 4);
