@@ -9,7 +9,7 @@
 #include "capi/fence.h"
 #include "capi/handles.h"
 #include "capi/versioned_struct.h"
-#include "client/gpu_module_loader.h"
+#include "client/exec/gpu_module_loader.h"
 #include "client/runtime.h"
 #include "tutti/tutti.h"
 

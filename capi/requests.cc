@@ -10,7 +10,7 @@
 
 #include "capi/fence.h"
 #include "capi/handles.h"
-#include "client/gpu_module_loader.h"
+#include "client/exec/gpu_module_loader.h"
 #include "client/runtime.h"
 #include "tutti/tutti.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "client/request.h"
+#include "client/exec/request.h"
 #include "common/status.h"
 
 namespace tutti::client {

@@ -20,14 +20,14 @@
 #include <string>
 #include <vector>
 
-#include "client/comm_id_mailbox.h"
-#include "client/coordinator_link.h"
+#include "client/control/comm_id_mailbox.h"
+#include "client/control/coordinator_link.h"
+#include "client/control/link_listener.h"
 #include "client/counters.h"
-#include "client/lane.h"
-#include "client/link_listener.h"
+#include "client/exec/lane.h"
+#include "client/exec/point_to_point.h"
+#include "client/exec/request.h"
 #include "client/pending_table.h"
-#include "client/point_to_point.h"
-#include "client/request.h"
 #include "client/runtime_options.h"
 #include "client/set_registry.h"
 #include "client/submission_checks.h"

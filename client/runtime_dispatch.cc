@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/reduce.h"
+#include "client/kernels/reduce.h"
 #include "client/runtime.h"
 #include "proto/status_codec.h"
 

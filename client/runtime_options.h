@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "client/result_buffer.h"
+#include "client/control/curve_client_keys.h"
+#include "client/exec/result_buffer.h"
 #include "common/status.h"
 
 namespace tutti::client {
@@ -31,15 +32,6 @@ struct RequestedOptions {
 
 constexpr int64_t kDefaultFusionThreshold = 1 << 20;  // docs/fusion.md: measured
 constexpr int32_t kDefaultCacheCapacity = 1024;
-
-// CURVE keys (Z85, 40 characters each) for a tuttid that requires authentication
-// (docs/security.md); all empty: no CURVE.
-struct CurveClientKeys {
-  std::string server_public;  // TUTTI_CURVE_SERVER_KEY: tuttid's public key
-  std::string public_key;     // TUTTI_CURVE_PUBLIC_KEY: this rank's
-  std::string secret_key;     // TUTTI_CURVE_SECRET_KEY: this rank's
-  bool enabled() const { return !server_public.empty(); }
-};
 
 struct RuntimeOptions {
   std::string coordinator;

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/gpu_module_loader.h"
+#include "client/exec/gpu_module_loader.h"
 #include "client/runtime.h"
 
 namespace tutti::client {

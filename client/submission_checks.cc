@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "client/gpu_module_loader.h"
+#include "client/exec/gpu_module_loader.h"
 #include "common/dtype.h"
 
 namespace tutti::client {

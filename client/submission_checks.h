@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "client/request.h"
+#include "client/exec/request.h"
 #include "common/status.h"
 #include "proto/protocol.h"
 

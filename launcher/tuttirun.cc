@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "launcher/rank_process.h"
-#include "server/coordinator.h"
+#include "server/service/coordinator.h"
 
 extern char** environ;
 

@@ -1,5 +1,5 @@
 // libFuzzer target: one frame as a rank would send it to tuttid, through the decoder and
-// validator that every frame passes before the coordinator looks at it (server/message_codec.h).
+// validator that every frame passes before the coordinator looks at it (server/core/message_codec.h).
 // A frame that passes must hold only values the rest of the server uses without further checks:
 // the properties below are what job.cc, negotiator.cc and fusion.cc rely on.
 #include <cstddef>
@@ -10,7 +10,7 @@
 #include <google/protobuf/stubs/common.h>
 
 #include "common/dtype.h"
-#include "server/message_codec.h"
+#include "server/core/message_codec.h"
 
 namespace {
 

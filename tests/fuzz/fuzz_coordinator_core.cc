@@ -1,6 +1,6 @@
 // libFuzzer target: a real CoordinatorCore (tuttid without its socket) driven by a sequence of
 // frames from a few fake ranks, with Flush and Tick calls and a fake clock in between, the way
-// tuttid's event loop drives it (server/coordinator.cc). Input format: fuzz_records.h.
+// tuttid's event loop drives it (server/service/coordinator.cc). Input format: fuzz_records.h.
 //
 // Besides what the sanitizers catch (and exceptions, which would end tuttid), the harness checks
 // what a rank relies on:
@@ -20,8 +20,8 @@
 #include <spdlog/spdlog.h>
 
 #include "fuzz_records.h"
-#include "server/coordinator_core.h"
-#include "server/message_codec.h"
+#include "server/core/coordinator_core.h"
+#include "server/core/message_codec.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Writes the seed corpora of the fuzz targets: real frames, filled and encoded the way the client
-// runtime fills and encodes them (client/runtime.cc, client/coordinator_link.cc,
-// client/announce_cache.cc), in sequences that make a real CoordinatorCore go somewhere: a
+// runtime fills and encodes them (client/runtime.cc, client/control/coordinator_link.cc,
+// client/control/announce_cache.cc), in sequences that make a real CoordinatorCore go somewhere: a
 // rendezvous, collectives of every kind, process sets, fusion, the response cache, joins, faults.
 //
 //   make_seeds FRAMES_DIR SEQUENCES_DIR

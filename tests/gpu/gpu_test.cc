@@ -22,7 +22,7 @@
 
 #include <gtest/gtest.h>
 
-#include "client/half.h"
+#include "client/kernels/half.h"
 #include "gpu/test_kernels.h"
 #include "multiproc/cluster.h"
 #include "multiproc/in_process_job.h"

@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "client/reduce.h"
+#include "client/kernels/reduce.h"
 #include "gpu/module_api.h"
 
 namespace tutti::gpu {

@@ -1,4 +1,4 @@
-#include "server/constant_time.h"
+#include "server/security/constant_time.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "server/negotiator.h"
+#include "server/core/negotiator.h"
 #include "unit/test_specs.h"
 
 namespace tutti::server {

@@ -1,5 +1,5 @@
 // The coordinator's execution plan: priority order, then which released tensors share a collective.
-#include "server/fusion.h"
+#include "server/core/fusion.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The 16-bit float conversions (client/half.h) on every bit pattern and on random floats, against
+// The 16-bit float conversions (client/kernels/half.h) on every bit pattern and on random floats, against
 // independent references computed in double: float16 and bfloat16 decoding, rounding and round
 // trips.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <random>
 
-#include "client/half.h"
+#include "client/kernels/half.h"
 
 namespace tutti {
 namespace {

@@ -1,7 +1,7 @@
 // Frame decoding and validation, driven directly with bytes (no sockets).
 #include <gtest/gtest.h>
 
-#include "server/message_codec.h"
+#include "server/core/message_codec.h"
 
 namespace tutti::server {
 namespace {

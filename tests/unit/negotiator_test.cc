@@ -1,7 +1,7 @@
 // Per-set negotiation: completion, agreement checks, errors for the announcing rank.
 #include <gtest/gtest.h>
 
-#include "server/negotiator.h"
+#include "server/core/negotiator.h"
 #include "unit/test_specs.h"
 
 namespace tutti::server {

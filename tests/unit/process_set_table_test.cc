@@ -1,7 +1,7 @@
 // Process-set table rules, driven with explicit time.
 #include <gtest/gtest.h>
 
-#include "server/process_set_table.h"
+#include "server/core/process_set_table.h"
 
 namespace tutti::server {
 namespace {

@@ -1,10 +1,10 @@
-// ReduceInto and the reduction kernels (client/reduce.h, reduce_isa.h, reduce_narrow_simd.h)
+// ReduceInto and the reduction kernels (client/kernels/reduce.h, reduce_isa.h, reduce_narrow_simd.h)
 // against scalar references: every plain dtype and op on random data for each instruction set
 // this CPU has, the 16-bit formats through float32, hand-picked wrap-around, NaN and rounding
 // cases, and the SIMD 16-bit kernels on every bit pattern.
-#include "client/reduce.h"
-#include "client/reduce_isa.h"
-#include "client/reduce_narrow_simd.h"
+#include "client/kernels/reduce.h"
+#include "client/kernels/reduce_isa.h"
+#include "client/kernels/reduce_narrow_simd.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "client/half.h"
+#include "client/kernels/half.h"
 #include "unit/random_values.h"
 
 namespace tutti {

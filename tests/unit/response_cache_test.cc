@@ -1,7 +1,7 @@
 // The coordinator's response cache: slots, expansion of bits, eviction and safe reuse; and the
 // negotiator's use of it and its stall inspection.
-#include "server/negotiator.h"
-#include "server/response_cache.h"
+#include "server/core/negotiator.h"
+#include "server/core/response_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// ScaleInPlace, ScaleCopy and DivideInPlace (client/reduce.h): scale factors on every floating
+// ScaleInPlace, ScaleCopy and DivideInPlace (client/kernels/reduce.h): scale factors on every floating
 // dtype against element-wise references, factor one as a bit-exact copy, and integer division
 // that truncates toward zero and wraps instead of overflowing.
-#include "client/reduce.h"
+#include "client/kernels/reduce.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "client/half.h"
+#include "client/kernels/half.h"
 #include "unit/random_values.h"
 
 namespace tutti {

@@ -1,6 +1,6 @@
 #include "worker/worker_common.h"
 
-#include "client/half.h"  // header-only reference rounding for float16/bfloat16
+#include "client/kernels/half.h"  // header-only reference rounding for float16/bfloat16
 
 #include <algorithm>
 #include <cmath>
@@ -133,7 +133,7 @@ void SumOnSet(const char* name, int32_t set, int64_t count) {
 }
 
 // ---- value helpers for the dtype matrix ----------------------------------------------------------
-// Round to nearest even, as the library does (client/half.h is tested on all bit patterns).
+// Round to nearest even, as the library does (client/kernels/half.h is tested on all bit patterns).
 uint16_t ToHalf(float f) { return tutti::FloatToHalf(f); }
 float FromHalf(uint16_t h) { return tutti::HalfToFloat(h); }
 uint16_t ToBf16(float f) { return tutti::FloatToBFloat16(f); }

@@ -1,0 +1,104 @@
+#include "client/control/announce_cache.h"
+
+#include <algorithm>
+
+#include "proto/cache_bits.h"
+
+namespace tutti::client {
+
+void AnnounceCache::Add(int32_t set_id, wire::TensorSpec spec) {
+  SetState& set = sets_[set_id];
+  ++queued_;
+  std::string bytes = spec.SerializeAsString();
+  auto known = set.by_name.find(spec.name());
+  if (known != set.by_name.end()) {
+    const Entry& entry = *set.slots[known->second];
+    if (entry.spec && *entry.spec == bytes) {
+      set.bits.push_back(known->second);
+      return;
+    }
+  }
+  // In full: the coordinator compares it with the slot's spec and evicts the slot if it changed.
+  set.awaiting[spec.name()] = std::move(bytes);
+  set.full.push_back(std::move(spec));
+}
+
+AnnounceCache::Drained AnnounceCache::Drain(wire::Announce* announce) {
+  Drained drained;
+  for (auto& [set_id, set] : sets_) {
+    if (set.full.empty() && set.bits.empty()) continue;
+    auto* out = announce->add_sets();
+    out->set_set_id(set_id);
+    out->set_evictions_seen(set.evictions_seen);
+    drained.full += set.full.size();
+    drained.cached += set.bits.size();
+    for (auto& spec : set.full) *out->add_tensors() = std::move(spec);
+    set.full.clear();
+    wire::EncodeCacheBits(set.bits, out);
+    set.bits.clear();
+  }
+  queued_ = 0;
+  return drained;
+}
+
+Status AnnounceCache::Settle(SetState& set, int32_t set_id, std::string* name, uint32_t cache_slot,
+                             bool full) {
+  if (!full) {
+    if (cache_slot == 0) return Status::Ok();  // an error response naming no tensor: nothing to do
+    const uint32_t slot = cache_slot - 1;
+    if (slot >= set.slots.size() || !set.slots[slot])
+      return Status(Code::kInternal, "the coordinator referred to response-cache slot " +
+                                         std::to_string(slot) + " of process set " +
+                                         std::to_string(set_id) + ", which this rank does not hold");
+    Entry& entry = *set.slots[slot];
+    *name = entry.name;
+    // Announced in full although cached (it had joined before, say): its spec is now known.
+    auto awaited = set.awaiting.find(entry.name);
+    if (awaited != set.awaiting.end()) {
+      if (!entry.spec) entry.spec = std::move(awaited->second);
+      set.awaiting.erase(awaited);
+    }
+    return Status::Ok();
+  }
+  std::optional<std::string> spec;
+  auto awaited = set.awaiting.find(*name);
+  if (awaited != set.awaiting.end()) {
+    spec = std::move(awaited->second);
+    set.awaiting.erase(awaited);
+  }
+  if (cache_slot == 0) return Status::Ok();
+  const uint32_t slot = cache_slot - 1;
+  if (slot >= set.slots.size()) set.slots.resize(slot + 1);
+  set.slots[slot] = Entry{*name, std::move(spec)};
+  set.by_name[*name] = slot;
+  return Status::Ok();
+}
+
+Status AnnounceCache::Apply(wire::Execute* execute) {
+  SetState& set = sets_[execute->set_id()];
+  for (auto& response : *execute->mutable_responses()) {
+    const bool full = response.has_spec();
+    TUTTI_RETURN_IF_ERROR(Settle(set, execute->set_id(), response.mutable_spec()->mutable_name(),
+                                 response.cache_slot(), full));
+    for (auto& part : *response.mutable_fused())
+      TUTTI_RETURN_IF_ERROR(Settle(set, execute->set_id(), part.mutable_name(), part.cache_slot(),
+                                   !part.name().empty()));
+  }
+  for (uint32_t slot : execute->cache_evicted()) {
+    if (slot < set.slots.size() && set.slots[slot]) {
+      set.by_name.erase(set.slots[slot]->name);
+      set.slots[slot].reset();
+    }
+    ++set.evictions_seen;
+  }
+  return Status::Ok();
+}
+
+void AnnounceCache::Forget(int32_t set_id, const std::string& name) {
+  auto it = sets_.find(set_id);
+  if (it != sets_.end()) it->second.awaiting.erase(name);
+}
+
+void AnnounceCache::DropSet(int32_t set_id) { sets_.erase(set_id); }
+
+}  // namespace tutti::client

@@ -1,0 +1,416 @@
+#include "client/control/coordinator_link.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "proto/status_codec.h"
+
+namespace tutti::client {
+namespace {
+
+// How long finalize may spend flushing the Bye to a coordinator that no longer reads.
+constexpr int kLingerMs = 500;
+
+// How long one blocked send waits before the I/O thread checks whether the link died.
+constexpr int kSendWaitMs = 1000;
+
+// Client-side margin over a deadline the coordinator enforces itself, so that its precise error
+// (naming missing ranks) arrives before the client gives up on the coordinator.
+constexpr auto kCoordinatorGrace = std::chrono::seconds(5);
+
+}  // namespace
+
+CoordinatorLink::CoordinatorLink(std::string endpoint, LinkListener* listener, Counters* counters,
+                                 std::chrono::microseconds cycle_time,
+                                 const CurveClientKeys& curve)
+    : endpoint_(std::move(endpoint)),
+      listener_(listener),
+      counters_(counters),
+      cycle_time_(cycle_time),
+      socket_(context_, zmq::socket_type::dealer),
+      monitor_(context_, zmq::socket_type::pair),
+      curve_(curve.enabled()) {
+  if (curve_) {
+    socket_.set(zmq::sockopt::curve_serverkey, curve.server_public);
+    socket_.set(zmq::sockopt::curve_publickey, curve.public_key);
+    socket_.set(zmq::sockopt::curve_secretkey, curve.secret_key);
+  }
+  // Before connect, so that no handshake goes unobserved.
+  const std::string monitor_endpoint =
+      "inproc://tutti-link-monitor-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  if (zmq_socket_monitor(socket_.handle(), monitor_endpoint.c_str(),
+                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
+    throw zmq::error_t();
+  monitor_.connect(monitor_endpoint);
+  socket_.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
+  socket_.set(zmq::sockopt::linger, kLingerMs);
+  socket_.set(zmq::sockopt::sndtimeo, kSendWaitMs);
+  // ZMTP heartbeats let ZeroMQ drop a connection whose peer vanished; the lease in KeepAlive()
+  // is what declares the coordinator lost.
+  socket_.set(zmq::sockopt::heartbeat_ivl, 1000);
+  socket_.set(zmq::sockopt::heartbeat_timeout, 5000);
+  socket_.connect(endpoint_);  // asynchronous: never fails for a well-formed endpoint
+  wakeup_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  thread_ = std::thread([this] { Run(); });
+}
+
+CoordinatorLink::~CoordinatorLink() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    if (registered_ && dead_.ok()) {
+      wire::Frame bye;
+      bye.mutable_bye();
+      outbox_.push_back(wire::Encode(bye, epoch_));
+    }
+  }
+  Wake();
+  thread_.join();
+  zmq_socket_monitor(socket_.handle(), nullptr, 0);
+  monitor_.close();
+  socket_.close();
+  close(wakeup_);
+}
+
+void CoordinatorLink::Wake() {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(wakeup_, &one, sizeof(one));
+}
+
+Status CoordinatorLink::Register(const wire::Register& request, wire::Welcome* welcome) {
+  const transport::Deadline deadline =
+      transport::Clock::now() + std::chrono::milliseconds(request.rendezvous_timeout_ms()) +
+      kCoordinatorGrace;
+  std::future<Answer> reply;
+  {
+    wire::Frame frame;
+    *frame.mutable_register_() = request;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return dead_;  // e.g. the handshake already failed
+    registration_.emplace();
+    reply = registration_->get_future();
+    outbox_.push_back(wire::Encode(frame));
+  }
+  Wake();
+  if (reply.wait_until(deadline) != std::future_status::ready) {
+    std::lock_guard<std::mutex> lock(mu_);
+    registration_.reset();
+    return Status(Code::kCoordinatorLost,
+                  "coordinator lost: no answer to the registration from " + endpoint_ +
+                      " before the deadline (is tuttid running there?)");
+  }
+  Answer answer = reply.get();
+  TUTTI_RETURN_IF_ERROR(answer.local);
+  if (answer.frame.has_refusal()) return wire::ToStatus(answer.frame.refusal().error());
+  *welcome = answer.frame.welcome();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    registered_ = true;
+    epoch_ = welcome->coordinator_epoch();
+    heartbeat_interval_ = std::chrono::milliseconds(std::max<int64_t>(welcome->heartbeat_interval_ms(), 1));
+    lease_ = std::chrono::milliseconds(std::max<int64_t>(welcome->lease_ms(), 1));
+  }
+  Wake();  // the I/O thread starts heartbeating
+  return Status::Ok();
+}
+
+Status CoordinatorLink::Roundtrip(wire::Frame request, uint64_t request_id,
+                                  transport::Deadline deadline, wire::Frame* reply) {
+  std::future<Answer> answer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status(Code::kShutDown, "the runtime is shutting down");
+    if (!dead_.ok()) return dead_;
+    answer = calls_[request_id].get_future();
+    outbox_.push_back(wire::Encode(request, epoch_));
+  }
+  Wake();
+  if (answer.wait_until(deadline) != std::future_status::ready) {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.erase(request_id);
+    return Status(Code::kCoordinatorLost,
+                  "coordinator lost: no answer from " + endpoint_ + " before the deadline");
+  }
+  Answer answered = answer.get();
+  TUTTI_RETURN_IF_ERROR(answered.local);  // the link died meanwhile
+  *reply = std::move(answered.frame);
+  return Status::Ok();
+}
+
+Status CoordinatorLink::SetCall(wire::Frame request, uint64_t request_id, int64_t timeout_ms,
+                                wire::SetReply* reply) {
+  wire::Frame answer;
+  TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id,
+                                  transport::Clock::now() + std::chrono::milliseconds(timeout_ms) +
+                                      kCoordinatorGrace,
+                                  &answer));
+  *reply = std::move(*answer.mutable_set_reply());
+  return wire::StatusOf(*reply);
+}
+
+Status CoordinatorLink::AddSet(const std::vector<int32_t>& ranks, int64_t timeout_ms,
+                               int32_t* set_id, std::vector<int32_t>* members) {
+  wire::Frame frame;
+  const uint64_t request_id = next_request_id_++;
+  auto* add = frame.mutable_set_add();
+  add->set_request_id(request_id);
+  add->mutable_ranks()->Add(ranks.begin(), ranks.end());
+  add->set_timeout_ms(timeout_ms);
+  wire::SetReply reply;
+  TUTTI_RETURN_IF_ERROR(SetCall(std::move(frame), request_id, timeout_ms, &reply));
+  *set_id = reply.set().id();
+  members->assign(reply.set().ranks().begin(), reply.set().ranks().end());
+  return Status::Ok();
+}
+
+Status CoordinatorLink::RemoveSet(int32_t set_id, int64_t timeout_ms) {
+  wire::Frame frame;
+  const uint64_t request_id = next_request_id_++;
+  auto* remove = frame.mutable_set_remove();
+  remove->set_request_id(request_id);
+  remove->set_set_id(set_id);
+  remove->set_timeout_ms(timeout_ms);
+  wire::SetReply reply;
+  return SetCall(std::move(frame), request_id, timeout_ms, &reply);
+}
+
+Status CoordinatorLink::JoinSet(int32_t set_id, int64_t timeout_ms, int32_t* last_rank) {
+  wire::Frame frame;
+  const uint64_t request_id = next_request_id_++;
+  auto* join = frame.mutable_join();
+  join->set_request_id(request_id);
+  join->set_set_id(set_id);
+  join->set_timeout_ms(timeout_ms);
+  wire::SetReply reply;
+  TUTTI_RETURN_IF_ERROR(SetCall(std::move(frame), request_id, timeout_ms, &reply));
+  *last_rank = reply.last_rank();
+  return Status::Ok();
+}
+
+Status CoordinatorLink::QueryCounters(transport::Deadline deadline,
+                                      wire::CoordinatorCounters* counters) {
+  wire::Frame request;
+  const uint64_t request_id = next_request_id_++;
+  request.mutable_counters_query()->set_request_id(request_id);
+  wire::Frame answer;
+  TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id, deadline, &answer));
+  *counters = answer.coordinator_counters();
+  return Status::Ok();
+}
+
+void CoordinatorLink::Announce(int32_t set_id, wire::TensorSpec spec) {
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    first = announced_.empty();
+    if (first) first_queued_ = transport::Clock::now();
+    announced_.Add(set_id, std::move(spec));
+  }
+  // With a batching window only the first announcement wakes the I/O thread, which then sleeps
+  // until the window closes; without one, every announcement does.
+  if (first || cycle_time_.count() == 0) Wake();
+}
+
+void CoordinatorLink::ForgetTensor(int32_t set_id, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  announced_.Forget(set_id, name);
+}
+
+void CoordinatorLink::ForgetSet(int32_t set_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  announced_.DropSet(set_id);
+}
+
+void CoordinatorLink::SendAbort() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!registered_ || !dead_.ok()) return;
+    wire::Frame frame;
+    frame.mutable_abort();
+    outbox_.push_back(wire::Encode(frame, epoch_));
+  }
+  Wake();
+}
+
+void CoordinatorLink::SendCommId(int32_t set_id, int32_t group, const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!registered_ || !dead_.ok()) return;  // the set fails with the link's status
+    wire::Frame frame;
+    auto* comm_id = frame.mutable_comm_id();
+    comm_id->set_set_id(set_id);
+    comm_id->set_device_group(group);
+    comm_id->set_id(id);
+    outbox_.push_back(wire::Encode(frame, epoch_));
+  }
+  Wake();
+}
+
+void CoordinatorLink::Flush(bool announcements) {
+  std::vector<std::string> frames;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Announcements go first: a thread that submitted and then asked for a set change expects the
+    // coordinator to see them in that order, so a pending message cuts the window short.
+    if (!announced_.empty() && (announcements || !outbox_.empty())) {
+      wire::Frame frame;
+      const auto drained = announced_.Drain(frame.mutable_announce());
+      frames.push_back(wire::Encode(frame, epoch_));
+      Counters::Add(counters_->announce_messages, 1);
+      Counters::Add(counters_->announce_bytes, frames.back().size());
+      Counters::Add(counters_->tensors_announced, drained.full);
+      Counters::Add(counters_->tensors_announced_cached, drained.cached);
+    }
+    for (std::string& bytes : outbox_) frames.push_back(std::move(bytes));
+    outbox_.clear();
+  }
+  for (const std::string& bytes : frames) {
+    // A send waits (kSendWaitMs at a time) while tuttid is slow to read, which is the
+    // backpressure announcements need; it gives up once the link is dead or stopping, since a
+    // DEALER whose connection failed its handshake has no pipe left and would wait forever.
+    while (!socket_.send(zmq::buffer(bytes), zmq::send_flags::none)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!dead_.ok() || stopping_) return;
+    }
+  }
+}
+
+void CoordinatorLink::Dispatch(wire::Frame& frame) {
+  switch (frame.body_case()) {
+    case wire::Frame::kWelcome:
+    case wire::Frame::kRefusal: {
+      if (frame.has_refusal() && !frame.refusal().tensor_name().empty()) {
+        const wire::Refusal& refusal = frame.refusal();
+        listener_->OnTensorRefused(refusal.set_id(), refusal.tensor_name(),
+                                   wire::ToStatus(refusal.error()));
+        return;
+      }
+      const Status refused = frame.has_refusal() ? wire::ToStatus(frame.refusal().error()) : Status();
+      if (AnswerRegistration(Answer{Status(), std::move(frame)})) return;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!registered_ || refused.ok()) return;
+      }
+      // Refused after joining: evicted, or a restarted tuttid that does not know us.
+      Die(refused);
+      return;
+    }
+    case wire::Frame::kSetReply:
+    case wire::Frame::kCoordinatorCounters: {
+      const uint64_t id = frame.has_set_reply() ? frame.set_reply().request_id()
+                                                : frame.coordinator_counters().request_id();
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = calls_.find(id);
+      if (it == calls_.end()) return;  // its caller gave up waiting
+      it->second.set_value(Answer{Status(), std::move(frame)});
+      calls_.erase(it);
+      return;
+    }
+    case wire::Frame::kExecute: {
+      Status status;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        status = announced_.Apply(frame.mutable_execute());
+      }
+      if (!status.ok()) return Die(status);
+      listener_->OnExecute(*frame.mutable_execute());
+      return;
+    }
+    case wire::Frame::kFault: {
+      const wire::Fault& fault = frame.fault();
+      const Status status = wire::ToStatus(fault.error());
+      // No rank lost: tuttid itself is going away.
+      if (fault.lost_ranks_size() == 0 && status.code() == Code::kCoordinatorLost) return Die(status);
+      listener_->OnRanksLost({fault.lost_ranks().begin(), fault.lost_ranks().end()}, status);
+      return;
+    }
+    case wire::Frame::kCommId: {
+      const wire::CommId& relayed = frame.comm_id();
+      listener_->OnCommId(relayed.set_id(), relayed.device_group(), relayed.id());
+      return;
+    }
+    default:
+      return;  // nothing else is sent to ranks
+  }
+}
+
+void CoordinatorLink::Die(const Status& status) {
+  std::map<uint64_t, std::promise<Answer>> calls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return;
+    dead_ = status;
+    calls.swap(calls_);
+  }
+  // Callers waiting on a set change learn it now rather than at their deadline.
+  for (auto& [id, promise] : calls) promise.set_value(Answer{status, {}});
+  listener_->OnLinkDead(status);
+}
+
+bool CoordinatorLink::AnswerRegistration(Answer answer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!registration_) return false;
+  registration_->set_value(std::move(answer));
+  registration_.reset();
+  return true;
+}
+
+void CoordinatorLink::Run() {
+  zmq::pollitem_t items[] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, wakeup_, ZMQ_POLLIN, 0},
+                             {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
+  while (true) {
+    auto wait = KeepAlive();
+    // Announcements waiting for the batching window to close: wake when it does.
+    if (cycle_time_.count() > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!announced_.empty()) {
+        const auto left = first_queued_ + cycle_time_ - transport::Clock::now();
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(std::max(left, left.zero()));
+        if (wait.count() < 0 || ms < wait) wait = ms;
+      }
+    }
+    try {
+      zmq::poll(items, 3, wait);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      continue;  // the application's signal landed on this thread
+    }
+    if (items[2].revents & ZMQ_POLLIN) OnMonitorEvent();
+    if (items[1].revents & ZMQ_POLLIN) {
+      uint64_t count;
+      [[maybe_unused]] ssize_t n = read(wakeup_, &count, sizeof(count));
+    }
+    bool stopping, window_open;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping = stopping_;
+      window_open = cycle_time_.count() > 0 && !announced_.empty() &&
+                    transport::Clock::now() < first_queued_ + cycle_time_;
+    }
+    Flush(!window_open || stopping);
+    if (stopping) {
+      // What was queued while the first flush was sending (an Abort, the Bye) goes too.
+      Flush(true);
+      return;
+    }
+    zmq::message_t message;
+    while (socket_.recv(message, zmq::recv_flags::dontwait)) {
+      last_received_ = transport::Clock::now();
+      wire::Frame frame;
+      if (!frame.ParseFromArray(message.data(), static_cast<int>(message.size())) ||
+          frame.magic() != wire::kMagic)
+        continue;  // not from a tutti coordinator; nothing sensible to do with it
+      if (frame.has_execute()) {
+        Counters::Add(counters_->execute_messages, 1);
+        Counters::Add(counters_->execute_bytes, message.size());
+      }
+      Dispatch(frame);
+    }
+  }
+}
+
+}  // namespace tutti::client

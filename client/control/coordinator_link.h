@@ -1,0 +1,130 @@
+// The runtime's connection to tuttid. One I/O thread owns the ZeroMQ DEALER socket (ZeroMQ sockets
+// are not thread-safe); other threads hand it frames through a locked queue and wake it with an
+// eventfd that it polls beside the socket. Announcements queued between two wakeups leave as one
+// Announce frame (after the batching window, if one is set), tensors the response cache holds as
+// bits. Replies are matched to waiting callers, who see a local failure (the link died, a refused
+// handshake) as a Status; Execute, Refusal, Fault and CommId frames go to the LinkListener on the
+// I/O thread. Request ids and set frames are built here: callers use the typed calls.
+//
+// Liveness: once welcomed, the I/O thread itself sends a Heartbeat every interval (so a wedged
+// I/O thread stops them), and declares the coordinator lost after a lease of silence.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "client/control/announce_cache.h"
+#include "client/control/curve_client_keys.h"
+#include "client/control/link_listener.h"
+#include "client/counters.h"
+#include "common/status.h"
+#include "proto/protocol.h"
+#include "transport/transport.h"
+
+namespace tutti::client {
+
+class CoordinatorLink {
+ public:
+  // `listener` hears what tuttid says (on the I/O thread) and must outlive the link.
+  // `cycle_time`: how long announcements may wait for more to join them (0: none).
+  // `curve`: keys for a tuttid that requires CURVE (not enabled(): none).
+  CoordinatorLink(std::string endpoint, LinkListener* listener, Counters* counters,
+                  std::chrono::microseconds cycle_time, const CurveClientKeys& curve);
+  // Stops the I/O thread; says Bye first if registered.
+  ~CoordinatorLink();
+
+  // Sends the registration and waits for Welcome (or the refusal). tuttid enforces the
+  // request's rendezvous timeout itself and names the missing ranks; the link waits a little
+  // longer for that answer.
+  Status Register(const wire::Register& request, wire::Welcome* welcome);
+
+  // Set changes, collective over the set's members. tuttid enforces `timeout_ms` itself and
+  // names the ranks that never came; the link waits a little longer for that answer.
+  // AddSet: the set's id and sorted members (also for a non-member caller).
+  Status AddSet(const std::vector<int32_t>& ranks, int64_t timeout_ms, int32_t* set_id,
+                std::vector<int32_t>* members);
+  Status RemoveSet(int32_t set_id, int64_t timeout_ms);
+  // Waits until every member joined; `last_rank`: the global rank that joined last.
+  Status JoinSet(int32_t set_id, int64_t timeout_ms, int32_t* last_rank);
+  // Asks tuttid for the job's counters, waiting until `deadline`.
+  Status QueryCounters(transport::Deadline deadline, wire::CoordinatorCounters* counters);
+
+  // Queues one tensor announcement for the next Announce frame.
+  void Announce(int32_t set_id, wire::TensorSpec spec);
+  // A tensor was refused; or a set is gone: their cache state goes.
+  void ForgetTensor(int32_t set_id, const std::string& name);
+  void ForgetSet(int32_t set_id);
+
+  // Tells tuttid that the application aborted this rank. Fire and forget.
+  void SendAbort();
+  // Sends the NCCL unique id of (set, group) for tuttid to relay to the set's other members.
+  void SendCommId(int32_t set_id, int32_t group, const std::string& id);
+
+ private:
+  void Run();
+  void Wake();
+  // Sends the outbox, and the queued announcements if `announcements` (or if the outbox holds
+  // anything they must precede).
+  void Flush(bool announcements);
+  // How a reply-awaiting request ended: its answer, or the local failure (the link died, a
+  // refused handshake) that ended the wait.
+  struct Answer {
+    Status local;
+    wire::Frame frame;
+  };
+  // Sends `request` (its request id already set to `request_id`) and waits for its answer.
+  Status Roundtrip(wire::Frame request, uint64_t request_id, transport::Deadline deadline,
+                   wire::Frame* reply);
+  // A set change: Roundtrip, then the SetReply's own error.
+  Status SetCall(wire::Frame request, uint64_t request_id, int64_t timeout_ms,
+                 wire::SetReply* reply);
+  // Resolves the waiting registration, if any; true if there was one.
+  bool AnswerRegistration(Answer answer);
+  void Dispatch(wire::Frame& frame);
+  void Die(const Status& status);
+  // A failed ZeroMQ handshake (seen through the socket monitor): wrong CURVE keys, or CURVE on
+  // one side only. Fails the registration, or the link, at once instead of at a deadline.
+  void OnMonitorEvent();
+  // Heartbeat and lease bookkeeping; returns how long the next poll may sleep.
+  std::chrono::milliseconds KeepAlive();
+
+  const std::string endpoint_;
+  LinkListener* const listener_;
+  Counters* const counters_;
+  const std::chrono::microseconds cycle_time_;
+  zmq::context_t context_{1};
+  zmq::socket_t socket_;  // I/O thread only, after construction
+  zmq::socket_t monitor_;  // receives socket_'s handshake failures; I/O thread only
+  const bool curve_;
+  int wakeup_ = -1;
+
+  std::mutex mu_;  // guards everything below
+  std::vector<std::string> outbox_;                           // encoded frames
+  AnnounceCache announced_;
+  transport::Clock::time_point first_queued_;  // when the oldest queued announcement came
+  std::optional<std::promise<Answer>> registration_;
+  std::map<uint64_t, std::promise<Answer>> calls_;  // answered by SetReply or counters
+  bool registered_ = false;
+  bool stopping_ = false;
+  Status dead_;  // set once the link is dead; later calls fail with it
+  uint64_t epoch_ = 0;
+  std::chrono::milliseconds heartbeat_interval_{0}, lease_{0};
+
+  // I/O thread only.
+  transport::Clock::time_point last_received_, last_heartbeat_, last_loop_;
+
+  std::atomic<uint64_t> next_request_id_{1};
+  std::thread thread_;
+};
+
+}  // namespace tutti::client

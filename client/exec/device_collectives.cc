@@ -1,0 +1,407 @@
+#include "client/exec/device_collectives.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "client/exec/collectives.h"
+#include "client/exec/gpu_module_loader.h"
+#include "client/exec/log.h"
+
+namespace tutti::client {
+namespace {
+
+using WallClock = Timeline::WallClock;
+
+char* At(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
+const char* At(const void* base, size_t offset) { return static_cast<const char*>(base) + offset; }
+
+gpu::Chunks ToChunks(const ChunkLayout& layout) { return gpu::Chunks{layout.begin, layout.size}; }
+
+// What the copy out applies: average and postscale, folded like the host path's Finish().
+gpu::CopyTransform OutTransform(DType dtype, ReduceOp op, double postscale, size_t n) {
+  gpu::CopyTransform transform;
+  if (IsFloating(dtype)) {
+    transform.scale = postscale;
+    if (op == ReduceOp::kAverage) transform.scale /= static_cast<double>(n);
+  } else if (op == ReduceOp::kAverage) {
+    transform.divisor = static_cast<int64_t>(n);
+  }
+  return transform;
+}
+
+bool IsIdentity(DType dtype, const gpu::CopyTransform& transform) {
+  return IsFloating(dtype) ? transform.scale == 1.0 : transform.divisor == 1;
+}
+
+gpu::CopyTransform Prescale(DType dtype, double prescale) {
+  gpu::CopyTransform transform;
+  if (IsFloating(dtype)) transform.scale = prescale;
+  return transform;
+}
+
+Status OpenDevice(const DeviceArgs& args, int32_t index, gpu::SetDevice** device) {
+  auto& slot = args.state->devices[index];
+  if (!slot) {
+    gpu::Module* module;
+    TUTTI_RETURN_IF_ERROR(LoadGpuModule(&module));
+    TUTTI_RETURN_IF_ERROR(module->OpenSetDevice(index, &slot));
+  }
+  *device = slot.get();
+  return Status::Ok();
+}
+
+void FreeDeviceResult(void* pointer, size_t /*bytes*/, void* device) {
+  gpu::Module* module;
+  if (LoadGpuModule(&module).ok())
+    module->Free(static_cast<int32_t>(reinterpret_cast<intptr_t>(device)), pointer);
+}
+
+// A result in device memory that the request owns from now on.
+Status DeviceResult(gpu::SetDevice* device, int32_t index, size_t bytes, Request& request,
+                    void** data) {
+  TUTTI_RETURN_IF_ERROR(device->AllocateResult(bytes, data));
+  request.result().data.Adopt(*data, bytes,
+                              Allocator{nullptr, FreeDeviceResult,
+                                        reinterpret_cast<void*>(static_cast<intptr_t>(index))});
+  return Status::Ok();
+}
+
+// Creates the set's communicator for `group` on first use: the first member makes the unique id
+// and tuttid relays it to the others.
+Status EnsureComm(const DeviceArgs& args, gpu::SetDevice* device, int32_t group,
+                  gpu::Deadline deadline) {
+  if (device->HasComm(group)) return Status::Ok();
+  std::string id;
+  if (args.members->front() == args.self) {
+    gpu::Module* module;
+    TUTTI_RETURN_IF_ERROR(LoadGpuModule(&module));
+    TUTTI_RETURN_IF_ERROR(module->UniqueId(&id));
+    args.publish_comm_id(group, id);
+  } else {
+    TUTTI_RETURN_IF_ERROR(args.await_comm_id(group, deadline, args.interrupted, &id));
+  }
+  const auto rank = static_cast<int32_t>(args.members->IndexOf(args.self));
+  return device->InitComm(group, id, static_cast<int32_t>(args.members->size()), rank, deadline,
+                          args.interrupted);
+}
+
+// Ends a phase: with synchronous phases (timeline on) after the GPU finished it.
+class Phases {
+ public:
+  Phases(const DeviceArgs& args, gpu::SetDevice* device, const PhaseObserver& observe,
+         gpu::Deadline deadline)
+      : args_(args), device_(device), observe_(observe), deadline_(deadline) {}
+
+  Status End(const char* name, WallClock::time_point start) {
+    if (args_.synchronous_phases) {
+      std::shared_ptr<gpu::Event> done;
+      TUTTI_RETURN_IF_ERROR(device_->Record(&done));
+      TUTTI_RETURN_IF_ERROR(device_->Wait(*done, deadline_, args_.interrupted));
+    }
+    if (observe_) observe_(name, start);
+    return Status::Ok();
+  }
+
+ private:
+  const DeviceArgs& args_;
+  gpu::SetDevice* device_;
+  const PhaseObserver& observe_;
+  gpu::Deadline deadline_;
+};
+
+// Publishes the completion event to the requests, then waits for it on the host.
+Status Finish(const DeviceArgs& args, gpu::SetDevice* device, const std::vector<FusedPart>& parts,
+              gpu::Deadline deadline) {
+  std::shared_ptr<gpu::Event> done;
+  TUTTI_RETURN_IF_ERROR(device->Record(&done));
+  for (const auto& part : parts) part.request->SetDeviceWork(done);
+  return device->Wait(*done, deadline, args.interrupted);
+}
+
+Status NcclAllreduce(gpu::SetDevice* device, int32_t group, const std::vector<FusedPart>& parts,
+                     size_t n, Phases& phases) {
+  const auto& spec = parts.front().request->operation().spec;
+  const auto dtype = static_cast<DType>(spec.dtype());
+  const auto op = static_cast<ReduceOp>(spec.reduce_op());
+  const size_t element = ElementSize(dtype);
+  const gpu::CopyTransform in = Prescale(dtype, spec.prescale());
+  const gpu::CopyTransform out = OutTransform(dtype, op, spec.postscale(), n);
+
+  if (parts.size() == 1) {  // no fusion buffer: NCCL reads the input and writes the output
+    const auto& o = parts.front().request->operation();
+    const void* source = o.input;
+    if (!IsIdentity(dtype, in)) {
+      TUTTI_RETURN_IF_ERROR(device->Copy({{o.input, o.output, o.count}}, spec.dtype(), in));
+      source = o.output;
+    }
+    TUTTI_RETURN_IF_ERROR(
+        device->Allreduce(group, source, o.output, o.count, spec.dtype(), spec.reduce_op()));
+    if (!IsIdentity(dtype, out))
+      TUTTI_RETURN_IF_ERROR(device->Copy({{o.output, o.output, o.count}}, spec.dtype(), out));
+    return Status::Ok();
+  }
+
+  size_t total = 0;
+  for (const auto& part : parts) total += part.request->operation().count;
+  void* buffer;
+  TUTTI_RETURN_IF_ERROR(device->FusionBuffer(total * element, &buffer));
+  std::vector<gpu::CopySegment> copy_in, copy_out;
+  size_t offset = 0;
+  for (const auto& part : parts) {
+    const auto& o = part.request->operation();
+    copy_in.push_back({o.input, At(buffer, offset), o.count});
+    copy_out.push_back({At(buffer, offset), o.output, o.count});
+    offset += o.count * element;
+  }
+  auto start = WallClock::now();
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, spec.dtype(), in));
+  TUTTI_RETURN_IF_ERROR(phases.End("COPY_IN", start));
+  start = WallClock::now();
+  TUTTI_RETURN_IF_ERROR(device->Allreduce(group, buffer, buffer, total, spec.dtype(), spec.reduce_op()));
+  TUTTI_RETURN_IF_ERROR(phases.End("ALLREDUCE", start));
+  start = WallClock::now();
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_out, spec.dtype(), out));
+  return phases.End("COPY_OUT", start);
+}
+
+Status NcclAllgather(gpu::SetDevice* device, int32_t index, int32_t group,
+                     const std::vector<FusedPart>& parts, size_t n, size_t self, Phases& phases) {
+  const auto& spec = parts.front().request->operation().spec;
+  const size_t element = ElementSize(static_cast<DType>(spec.dtype()));
+  const MemberMajor m = MemberMajorLayout(parts, n, false);
+  const size_t total = m.chunks.begin.back() + m.chunks.size.back();
+  auto shape_of = [&](size_t p) {
+    const auto& own = parts[p].request->operation().spec.shape();
+    std::vector<int64_t> shape(own.begin(), own.end());
+    shape[0] = std::accumulate(m.rows[p].begin(), m.rows[p].end(), int64_t{0});
+    return shape;
+  };
+
+  if (parts.size() == 1) {  // gathered straight into the result
+    auto& request = *parts.front().request;
+    void* result;
+    TUTTI_RETURN_IF_ERROR(DeviceResult(device, index, total, request, &result));
+    TUTTI_RETURN_IF_ERROR(device->CopyBytes(At(result, m.offset[0][self]), request.operation().input,
+                                            static_cast<size_t>(m.rows[0][self]) * m.row_bytes[0]));
+    TUTTI_RETURN_IF_ERROR(device->Allgather(group, result, ToChunks(m.chunks)));
+    request.result().shape = shape_of(0);
+    return Status::Ok();
+  }
+
+  void* buffer;
+  TUTTI_RETURN_IF_ERROR(device->FusionBuffer(total, &buffer));
+  std::vector<gpu::CopySegment> copy_in, copy_out;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const size_t bytes = static_cast<size_t>(m.rows[p][self]) * m.row_bytes[p];
+    copy_in.push_back({parts[p].request->operation().input, At(buffer, m.offset[p][self]), bytes / element});
+  }
+  auto start = WallClock::now();
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, spec.dtype(), {}));
+  TUTTI_RETURN_IF_ERROR(phases.End("COPY_IN", start));
+  start = WallClock::now();
+  TUTTI_RETURN_IF_ERROR(device->Allgather(group, buffer, ToChunks(m.chunks)));
+  TUTTI_RETURN_IF_ERROR(phases.End("ALLGATHER", start));
+  start = WallClock::now();
+  for (size_t p = 0; p < parts.size(); ++p) {
+    auto& request = *parts[p].request;
+    request.result().shape = shape_of(p);
+    void* result;
+    TUTTI_RETURN_IF_ERROR(DeviceResult(
+        device, index, static_cast<size_t>(request.result().shape[0]) * m.row_bytes[p], request, &result));
+    size_t at = 0;
+    for (size_t j = 0; j < n; ++j) {
+      const size_t bytes = static_cast<size_t>(m.rows[p][j]) * m.row_bytes[p];
+      copy_out.push_back({At(buffer, m.offset[p][j]), At(result, at), bytes / element});
+      at += bytes;
+    }
+  }
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_out, spec.dtype(), {}));
+  return phases.End("COPY_OUT", start);
+}
+
+Status NcclReducescatter(gpu::SetDevice* device, int32_t index, int32_t group,
+                         const std::vector<FusedPart>& parts, size_t n, size_t self,
+                         Phases& phases) {
+  const auto& spec = parts.front().request->operation().spec;
+  const auto dtype = static_cast<DType>(spec.dtype());
+  const size_t element = ElementSize(dtype);
+  const MemberMajor m = MemberMajorLayout(parts, n, true);
+  const size_t total = m.chunks.begin.back() + m.chunks.size.back();
+  void* buffer;  // NCCL reduces in place: never in the caller's input
+  TUTTI_RETURN_IF_ERROR(device->FusionBuffer(total, &buffer));
+  std::vector<gpu::CopySegment> copy_in, copy_out;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    size_t from = 0;
+    for (size_t j = 0; j < n; ++j) {
+      const size_t bytes = static_cast<size_t>(m.rows[p][j]) * m.row_bytes[p];
+      copy_in.push_back({At(parts[p].request->operation().input, from), At(buffer, m.offset[p][j]),
+                         bytes / element});
+      from += bytes;
+    }
+  }
+  auto start = WallClock::now();
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, spec.dtype(), Prescale(dtype, spec.prescale())));
+  TUTTI_RETURN_IF_ERROR(phases.End("COPY_IN", start));
+  start = WallClock::now();
+  TUTTI_RETURN_IF_ERROR(device->ReduceScatter(group, buffer, ToChunks(m.chunks),
+                                              static_cast<int32_t>(self), spec.dtype(),
+                                              spec.reduce_op()));
+  TUTTI_RETURN_IF_ERROR(phases.End("REDUCESCATTER", start));
+  start = WallClock::now();
+  for (size_t p = 0; p < parts.size(); ++p) {
+    auto& request = *parts[p].request;
+    const size_t bytes = static_cast<size_t>(m.rows[p][self]) * m.row_bytes[p];
+    void* result;
+    TUTTI_RETURN_IF_ERROR(DeviceResult(device, index, bytes, request, &result));
+    copy_out.push_back({At(buffer, m.offset[p][self]), result, bytes / element});
+    const auto& own = request.operation().spec.shape();
+    request.result().shape.assign(own.begin(), own.end());
+    request.result().shape[0] = m.rows[p][self];
+  }
+  TUTTI_RETURN_IF_ERROR(device->Copy(
+      copy_out, spec.dtype(), OutTransform(dtype, static_cast<ReduceOp>(spec.reduce_op()), spec.postscale(), n)));
+  return phases.End("COPY_OUT", start);
+}
+
+Status NcclAlltoall(gpu::SetDevice* device, int32_t index, int32_t group, const FusedPart& part,
+                    size_t n, size_t self) {
+  auto& request = *part.request;
+  const auto& spec = request.operation().spec;
+  const size_t row_bytes = RowBytes(spec);
+  std::vector<int64_t> sent(n), received(n);
+  for (size_t j = 0; j < n; ++j) {
+    sent[j] = part.member_rows[self * n + j];
+    received[j] = part.member_rows[j * n + self];
+  }
+  const ChunkLayout out = RowChunks(sent, row_bytes), in = RowChunks(received, row_bytes);
+  void* result;
+  TUTTI_RETURN_IF_ERROR(DeviceResult(device, index, in.begin.back() + in.size.back(), request, &result));
+  auto& r = request.result();
+  r.received_splits = received;
+  r.shape.assign(spec.shape().begin(), spec.shape().end());
+  r.shape[0] = std::accumulate(received.begin(), received.end(), int64_t{0});
+  return device->AllToAll(group, request.operation().input, ToChunks(out), result, ToChunks(in));
+}
+
+// The device every device tensor of `parts` is on (the coordinator fuses only tensors of one
+// device combination, so there is one), or -1 if all are host tensors.
+int32_t DeviceOf(const std::vector<FusedPart>& parts) {
+  for (const auto& part : parts) {
+    const auto& spec = part.request->operation().spec;
+    if (spec.device_type() != 0) return spec.device_index();
+  }
+  return -1;
+}
+
+Status OrderAfterProducers(gpu::SetDevice* device, const std::vector<FusedPart>& parts) {
+  for (const auto& part : parts)
+    if (const auto& ready = part.request->operation().ready) TUTTI_RETURN_IF_ERROR(device->After(*ready));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RunNcclCollective(const DeviceArgs& args, const std::vector<FusedPart>& parts,
+                         const PhaseObserver& observe) {
+  const auto& spec = parts.front().request->operation().spec;
+  const int32_t index = DeviceOf(parts), group = parts.front().device_group;
+  if (index < 0) return Status(Code::kInternal, "the NCCL path was chosen for host tensors");
+  const auto deadline = gpu::Clock::now() + args.timeout;
+  gpu::SetDevice* device;
+  TUTTI_RETURN_IF_ERROR(OpenDevice(args, index, &device));
+  device->Bound(deadline, args.interrupted);
+  TUTTI_RETURN_IF_ERROR(EnsureComm(args, device, group, deadline));
+  TUTTI_RETURN_IF_ERROR(OrderAfterProducers(device, parts));
+  Phases phases(args, device, observe, deadline);
+  const size_t n = args.members->size(), self = args.members->IndexOf(args.self);
+  switch (spec.kind()) {
+    case wire::COLLECTIVE_ALLREDUCE:
+      TUTTI_RETURN_IF_ERROR(NcclAllreduce(device, group, parts, n, phases));
+      break;
+    case wire::COLLECTIVE_BROADCAST: {
+      const auto& o = parts.front().request->operation();
+      TUTTI_RETURN_IF_ERROR(device->Broadcast(
+          group, o.output, o.count * ElementSize(static_cast<DType>(spec.dtype())),
+          static_cast<int32_t>(args.members->IndexOf(spec.root()))));
+      break;
+    }
+    case wire::COLLECTIVE_ALLGATHER:
+      TUTTI_RETURN_IF_ERROR(NcclAllgather(device, index, group, parts, n, self, phases));
+      break;
+    case wire::COLLECTIVE_REDUCESCATTER:
+      TUTTI_RETURN_IF_ERROR(NcclReducescatter(device, index, group, parts, n, self, phases));
+      break;
+    case wire::COLLECTIVE_ALLTOALL:
+      TUTTI_RETURN_IF_ERROR(NcclAlltoall(device, index, group, parts.front(), n, self));
+      break;
+    default:
+      return Status(Code::kInternal, std::string("no device path for ") + wire::KindName(spec.kind()));
+  }
+  return Finish(args, device, parts, deadline);
+}
+
+Status RunStagedCollective(const DeviceArgs& args, const RingArgs& ring,
+                           const std::vector<FusedPart>& parts, std::vector<char>* fusion_buffer,
+                           const PhaseObserver& observe) {
+  const auto& spec = parts.front().request->operation().spec;
+  const int32_t index = DeviceOf(parts);
+  const auto deadline = gpu::Clock::now() + args.timeout;
+  if (!args.state->warned_staged) {
+    args.state->warned_staged = true;
+    Log().warn("process set {}: device tensors go through host memory and the CPU transports "
+               "(members mix host and device tensors, share a GPU, or joined); tuttid's log says "
+               "which",
+               args.set_id);
+  }
+  gpu::SetDevice* device;
+  TUTTI_RETURN_IF_ERROR(OpenDevice(args, index, &device));
+  TUTTI_RETURN_IF_ERROR(OrderAfterProducers(device, parts));
+
+  // Device → pinned host, every input back to back.
+  const size_t element = ElementSize(static_cast<DType>(spec.dtype()));
+  size_t staged = 0;
+  for (const auto& part : parts) staged += part.request->operation().count * element;
+  void* staging;
+  TUTTI_RETURN_IF_ERROR(device->StagingBuffer(std::max<size_t>(staged, 1), &staging));
+  std::vector<FusedPart> host_parts;
+  size_t offset = 0;
+  for (const auto& part : parts) {
+    Request::Operation op = part.request->operation();
+    const size_t bytes = op.count * element;
+    TUTTI_RETURN_IF_ERROR(device->CopyBytes(At(staging, offset), op.input, bytes));
+    op.input = At(staging, offset);
+    if (op.output != nullptr) op.output = At(staging, offset);  // allreduce and broadcast: in place
+    op.ready.reset();
+    host_parts.push_back(FusedPart{std::make_shared<Request>(std::move(op)), part.member_rows,
+                                   part.device_path, part.device_group});
+    offset += bytes;
+  }
+  std::shared_ptr<gpu::Event> staged_in;
+  TUTTI_RETURN_IF_ERROR(device->Record(&staged_in));
+  TUTTI_RETURN_IF_ERROR(device->Wait(*staged_in, deadline, args.interrupted));
+
+  TUTTI_RETURN_IF_ERROR(host_parts.size() == 1
+                            ? RunCollective(ring, *host_parts.front().request, host_parts.front().member_rows)
+                            : RunFused(ring, host_parts, fusion_buffer, observe));
+
+  // Host → device: into the caller's output, or into a device result.
+  for (size_t p = 0; p < parts.size(); ++p) {
+    auto& request = *parts[p].request;
+    auto& host = *host_parts[p].request;
+    if (request.operation().output != nullptr) {
+      TUTTI_RETURN_IF_ERROR(device->CopyBytes(request.operation().output, host.operation().output,
+                                              request.operation().count * element));
+      continue;
+    }
+    if (spec.kind() == wire::COLLECTIVE_BARRIER) continue;
+    void* result;
+    TUTTI_RETURN_IF_ERROR(DeviceResult(device, index, host.result().data.size(), request, &result));
+    TUTTI_RETURN_IF_ERROR(device->CopyBytes(result, host.result().data.data(), host.result().data.size()));
+    request.result().shape = host.result().shape;
+    request.result().received_splits = host.result().received_splits;
+  }
+  // The host results must outlive the copies: wait here, before host_parts goes.
+  return Finish(args, device, parts, deadline);
+}
+
+}  // namespace tutti::client

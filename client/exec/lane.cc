@@ -1,0 +1,150 @@
+#include "client/exec/lane.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <nlohmann/json.hpp>
+
+#include "client/exec/collectives.h"
+
+namespace tutti::client {
+namespace {
+
+std::string ToUpper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+}  // namespace
+
+Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
+           std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
+           Counters* counters, Timeline* timeline, CommIdRelay relay)
+    : set_id_(set_id),
+      members_(MemberList(std::move(members))),
+      self_(self),
+      context_(std::move(context)),
+      step_timeout_(step_timeout),
+      counters_(counters),
+      timeline_(timeline),
+      relay_(std::move(relay)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+Lane::~Lane() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  thread_.join();
+}
+
+void Lane::Push(std::vector<FusedPart> parts) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(parts));
+  }
+  work_cv_.notify_one();
+}
+
+void Lane::Run() {
+  while (true) {
+    Work work;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and every released collective ran
+      work = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    for (const auto& part : work) {
+      timeline_->End(set_id_, part.request->name(), "QUEUE");
+      timeline_->Begin(set_id_, part.request->name(), "EXECUTE");
+    }
+    Status status = Execute(work);
+    if (status.code() == Code::kPeerLost) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (broken_.ok()) broken_ = Status(status.code(), peer_lost_cause_);
+    }
+    Counters::Add(counters_->collectives, 1);
+    Counters::Add(counters_->tensors_executed, work.size());
+    if (work.size() > 1) Counters::Add(counters_->tensors_fused, work.size());
+    for (auto& part : work) {
+      timeline_->End(set_id_, part.request->name(), "EXECUTE");
+      part.request->Complete(status);
+    }
+  }
+}
+
+Status Lane::ExecuteOnDevice(const RingArgs& ring, Work& work) {
+  const auto& spec = work.front().request->operation().spec;
+  DeviceArgs args;
+  args.set_id = set_id_;
+  args.members = &members_;
+  args.self = self_;
+  args.timeout = step_timeout_;
+  args.interrupted = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return interrupted_;
+  };
+  args.publish_comm_id = relay_.publish;
+  args.await_comm_id = relay_.await;
+  args.synchronous_phases = timeline_->on();
+  args.state = &device_state_;
+  const bool fused = work.size() > 1;
+  const auto observe = [&](const char* phase, auto began) {
+    if (fused) timeline_->Span(set_id_, phase, began);
+  };
+  const bool nccl = work.front().device_path == wire::DEVICE_PATH_NCCL;
+  const auto start = Timeline::WallClock::now();
+  Status status = nccl ? RunNcclCollective(args, work, observe)
+                       : RunStagedCollective(args, ring, work, &fusion_buffer_, observe);
+  if (timeline_->on()) {
+    nlohmann::json names = nlohmann::json::array();
+    for (const auto& part : work) names.push_back(part.request->name());
+    timeline_->Span(set_id_,
+                    std::string(fused ? "FUSED " : "") + ToUpper(wire::KindName(spec.kind())) +
+                        (nccl ? " (NCCL)" : " (STAGED)"),
+                    start, {{"tensors", std::move(names)}});
+  }
+  return status;
+}
+
+Status Lane::Execute(Work& work) {
+  const RingArgs ring{context_.get(), &members_, self_, step_timeout_, &scratch_};
+  const auto& spec = work.front().request->operation().spec;
+  Status status;
+  const bool on_device = std::any_of(work.begin(), work.end(), [](const FusedPart& part) {
+    return part.request->operation().spec.device_type() != 0;
+  });
+  if (on_device) {
+    status = ExecuteOnDevice(ring, work);
+  } else if (work.size() == 1) {
+    const auto start = Timeline::WallClock::now();
+    status = RunCollective(ring, *work.front().request, work.front().member_rows);
+    if (timeline_->on())
+      timeline_->Span(set_id_, ToUpper(wire::KindName(spec.kind())), start,
+                      {{"tensor", spec.name()}});
+  } else {
+    nlohmann::json names = nlohmann::json::array();
+    if (timeline_->on())
+      for (const auto& part : work) names.push_back(part.request->name());
+    const auto start = Timeline::WallClock::now();
+    status = RunFused(ring, work, &fusion_buffer_, [&](const char* phase, auto began) {
+      timeline_->Span(set_id_, phase, began);
+    });
+    if (timeline_->on())
+      timeline_->Span(set_id_, "FUSED " + ToUpper(wire::KindName(spec.kind())), start,
+                      {{"tensors", std::move(names)}});
+  }
+  if (status.ok()) return status;
+  if (status.code() == Code::kPeerLost) peer_lost_cause_ = status.message();
+  const std::string what = work.size() == 1 ? "'" + spec.name() + "'"
+                                            : "fused with '" + spec.name() + "' and " +
+                                                  std::to_string(work.size() - 1) + " more";
+  return Status(status.code(), status.message() + " (" + wire::KindName(spec.kind()) + " " + what +
+                                   " on process set " + std::to_string(set_id_) + ")");
+}
+
+}  // namespace tutti::client

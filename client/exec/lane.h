@@ -1,0 +1,99 @@
+// A lane executes one process set's ordered stream on a thread of its own, so that a set blocked
+// on its data plane never delays negotiation or any other set. The I/O thread pushes collectives
+// (one tensor, or several fused) in stream order; the lane runs them one after the other and
+// completes them. The lane owns its set's host fusion buffer and, for device tensors, its streams,
+// device buffers and NCCL communicators (DeviceLaneState; docs/gpu.md).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "client/counters.h"
+#include "client/exec/device_collectives.h"
+#include "client/exec/fused_collectives.h"
+#include "client/exec/request.h"
+#include "common/timeline.h"
+#include "transport/transport.h"
+
+namespace tutti::client {
+
+class Lane {
+ public:
+  // How device collectives reach tuttid to relay NCCL unique ids (DeviceArgs).
+  struct CommIdRelay {
+    std::function<void(int32_t group, const std::string& id)> publish;
+    std::function<Status(int32_t group, gpu::Deadline deadline, const gpu::Interrupt& interrupted,
+                       std::string* id)> await;
+  };
+
+  // `counters` and `timeline` outlive the lane.
+  Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
+       std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
+       Counters* counters, Timeline* timeline, CommIdRelay relay);
+  // Runs what is still queued, then joins the thread. Every member released the same queue, so
+  // draining it keeps the members in step when a set is removed; at finalize the device is shut
+  // down first and each queued collective fails at once with kShutDown.
+  ~Lane();
+
+  // One collective: a single tensor, or two or more fused. `member_rows` of each: the
+  // coordinator's per-member rows for allgather and alltoall.
+  void Push(std::vector<FusedPart> parts);
+
+  const MemberList& members() const { return members_; }
+
+  // Wakes the collective in progress and fails it, and every later one, with `status`. Any thread.
+  void Abort(const Status& status) {
+    Interrupt(status);
+    context_->Abort(status);
+  }
+  // Stops device work only (host collectives stop through the transport device): a wait on the
+  // GPU or on a communicator returns `status`. Any thread.
+  void Interrupt(const Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (interrupted_.ok()) interrupted_ = status;
+  }
+
+  // The backend and traffic with global rank `peer`. Any thread.
+  transport::PeerStats PeerStats(int32_t peer) const { return context_->Stats(peer); }
+
+  // Once a collective lost a peer, the set's data plane is unusable: the status to fail new
+  // submissions with at once, or ok. Any thread.
+  Status broken() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return broken_;
+  }
+
+ private:
+  using Work = std::vector<FusedPart>;
+
+  void Run();
+  Status Execute(Work& work);
+  Status ExecuteOnDevice(const RingArgs& ring, Work& work);
+
+  const int32_t set_id_;
+  const MemberList members_;
+  const int32_t self_;
+  std::unique_ptr<transport::Context> context_;
+  const std::chrono::milliseconds step_timeout_;
+  Counters* const counters_;
+  Timeline* const timeline_;
+  std::vector<char> scratch_;
+  std::vector<char> fusion_buffer_;  // lane thread only; grows to the largest fused collective
+  std::string peer_lost_cause_;  // lane thread only
+  const CommIdRelay relay_;
+  DeviceLaneState device_state_;  // lane thread only; destroyed with the lane, after the thread
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::deque<Work> queue_;
+  bool stopping_ = false;
+  Status broken_;
+  Status interrupted_;  // why device waits stop (Abort, Interrupt)
+  std::thread thread_;
+};
+
+}  // namespace tutti::client

@@ -1,0 +1,53 @@
+// Point-to-point send and recv between two members of a set. Not negotiated by tuttid and
+// independent of the set's lane, so a pipeline stage never waits behind a collective.
+//
+// Each (set, sender, receiver) has its own one-way stream and a thread at each end: the sending
+// thread writes queued messages in order, the receiving thread reads them in order and matches
+// each to the oldest posted recv of its tag (or keeps it until one is posted). So messages between
+// two ranks are matched by (set, source, destination, tag) in submission order.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "client/exec/request.h"
+#include "transport/transport.h"
+
+namespace tutti::client {
+
+class PointToPoint {
+ public:
+  // `routes[r]`: how to reach rank r (shared memory within a host, else TCP).
+  PointToPoint(transport::Device* device, int32_t self, std::vector<transport::PeerRoute> routes,
+               std::chrono::milliseconds timeout);
+  // Aborts every stream and joins every thread; pending requests fail with kShutDown.
+  ~PointToPoint();
+
+  // `request` carries the buffer (operation().input / output) and its size in bytes.
+  void Send(int32_t set_id, int32_t peer, int32_t tag, std::shared_ptr<Request> request, size_t bytes);
+  void Recv(int32_t set_id, int32_t peer, int32_t tag, std::shared_ptr<Request> request, size_t bytes);
+
+  // Fails pending and later messages exchanged with `peer` (any set) with `status`.
+  void AbortPeer(int32_t peer, const Status& status);
+  // Fails everything with `status`.
+  void AbortAll(const Status& status);
+
+ private:
+  class Channel;
+  Channel& ChannelFor(int32_t set_id, int32_t peer, bool sending);
+
+  transport::Device* device_;
+  const int32_t self_;
+  const std::vector<transport::PeerRoute> routes_;
+  const std::chrono::milliseconds timeout_;
+  std::mutex mu_;
+  std::map<std::tuple<int32_t, int32_t, bool>, std::unique_ptr<Channel>> channels_;
+  Status aborted_;  // once AbortAll ran: new channels start failed
+};
+
+}  // namespace tutti::client

@@ -1,0 +1,74 @@
+#include "client/exec/request.h"
+
+namespace tutti::client {
+
+std::shared_ptr<Request> Request::Group(std::string name, wire::CollectiveKind kind,
+                                        std::vector<std::shared_ptr<Request>> children) {
+  Operation op;
+  op.spec.set_name(std::move(name));
+  op.spec.set_kind(kind);
+  auto group = std::make_shared<Request>(op);
+  group->children_left_ = children.size();
+  for (auto& child : children) child->parent_ = group;
+  group->children_ = std::move(children);
+  return group;
+}
+
+void Request::ChildDone(const Status& status) {
+  Status finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!status.ok() && first_child_error_.ok()) first_child_error_ = status;
+    if (--children_left_ > 0) return;
+    finished = first_child_error_;
+  }
+  Complete(finished);
+}
+
+void Request::Complete(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_ || completing_) return;
+    completing_ = true;
+  }
+  // Before anyone can see the request done (and submit its name again).
+  if (observer_) observer_(status);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    status_ = status;
+  }
+  done_cv_.notify_all();
+  if (auto parent = parent_.lock()) parent->ChildDone(status);
+}
+
+void Request::SetDeviceWork(std::shared_ptr<gpu::Event> done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    device_work_ = std::move(done);
+  }
+  done_cv_.notify_all();
+}
+
+std::optional<Status> Request::WaitQueued(std::chrono::steady_clock::time_point deadline,
+                                          std::shared_ptr<gpu::Event>* done) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!done_cv_.wait_until(lock, deadline, [this] { return done_ || device_work_ != nullptr; }))
+    return std::nullopt;
+  *done = device_work_;
+  return done_ ? status_ : Status::Ok();
+}
+
+std::optional<Status> Request::Test() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!done_) return std::nullopt;
+  return status_;
+}
+
+std::optional<Status> Request::WaitUntil(std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!done_cv_.wait_until(lock, deadline, [this] { return done_; })) return std::nullopt;
+  return status_;
+}
+
+}  // namespace tutti::client

@@ -1,0 +1,159 @@
+#include "client/exec/ring_allreduce.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "client/kernels/reduce.h"
+
+namespace tutti::client {
+
+// A relay step must fit in half the room in flight, or the ring could stall with every FIFO full.
+static_assert(transport::kRelayRoomBytes >= 2 * kRelaySliceBytes);
+
+ChunkLayout EvenChunks(size_t count, size_t n, size_t item_bytes) {
+  ChunkLayout layout;
+  for (size_t c = 0; c < n; ++c) {
+    layout.begin.push_back((c * (count / n) + std::min(c, count % n)) * item_bytes);
+    layout.size.push_back((count / n + (c < count % n ? 1 : 0)) * item_bytes);
+  }
+  return layout;
+}
+
+namespace {
+
+struct Neighbours {
+  size_t n, index;
+  int32_t next, prev;
+};
+
+Neighbours Around(const RingArgs& ring) {
+  const MemberList& m = *ring.members;
+  return {m.size(), m.IndexOf(ring.self), m.Next(ring.self), m.Previous(ring.self)};
+}
+
+}  // namespace
+
+Status RingReduceScatter(const RingArgs& ring, char* data, const ChunkLayout& chunks, DType dtype,
+                         ReduceOp op, size_t shift) {
+  const Neighbours nb = Around(ring);
+  if (nb.n == 1) return Status::Ok();
+  ring.scratch->resize(*std::max_element(chunks.size.begin(), chunks.size.end()));
+  const size_t element = ElementSize(dtype);
+  for (size_t s = 0; s + 1 < nb.n; ++s) {
+    const size_t send = (nb.index + shift + nb.n - s) % nb.n;
+    const size_t recv = (nb.index + shift + 2 * nb.n - s - 1) % nb.n;
+    char* into = data + chunks.begin[recv];
+    const char* arrived = ring.scratch->data();
+    // Reduce whole segments as they arrive, while the kernel goes on receiving and sending.
+    size_t reduced = 0;
+    auto reduce_up_to = [&](size_t bytes) {
+      const size_t elements = (bytes - reduced) / element;
+      ReduceInto(into + reduced, arrived + reduced, elements, dtype, op);
+      reduced += elements * element;
+    };
+    auto on_received = [&](size_t received) {
+      if (received - reduced >= kRingSegmentBytes) reduce_up_to(received);
+    };
+    TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(
+        nb.next, data + chunks.begin[send], chunks.size[send], nb.prev, ring.scratch->data(),
+        chunks.size[recv], transport::Clock::now() + ring.step_timeout, on_received));
+    reduce_up_to(chunks.size[recv]);
+  }
+  return Status::Ok();
+}
+
+Status RingAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks, size_t owned) {
+  const Neighbours nb = Around(ring);
+  for (size_t s = 0; s + 1 < nb.n; ++s) {
+    const size_t send = (owned + nb.n - s) % nb.n;
+    const size_t recv = (owned + 2 * nb.n - s - 1) % nb.n;
+    TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(
+        nb.next, data + chunks.begin[send], chunks.size[send], nb.prev, data + chunks.begin[recv],
+        chunks.size[recv], transport::Clock::now() + ring.step_timeout));
+  }
+  return Status::Ok();
+}
+
+Status DirectAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
+  const Neighbours nb = Around(ring);
+  const size_t bytes = count * ElementSize(dtype);
+  if (nb.n == 1 || bytes == 0) return Status::Ok();
+  const auto& members = *ring.members;
+  ring.scratch->resize(nb.n * bytes);
+  char* slots = ring.scratch->data();
+  std::memcpy(slots + nb.index * bytes, buffer, bytes);
+  for (size_t s = 1; s < nb.n; ++s) {
+    const size_t to = (nb.index + s) % nb.n, from = (nb.index + nb.n - s) % nb.n;
+    TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(members[to], buffer, bytes, members[from],
+                                                 slots + from * bytes, bytes,
+                                                 transport::Clock::now() + ring.step_timeout));
+  }
+  std::memcpy(buffer, slots, bytes);
+  for (size_t j = 1; j < nb.n; ++j) ReduceInto(buffer, slots + j * bytes, count, dtype, op);
+  return Status::Ok();
+}
+
+Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
+  const Neighbours nb = Around(ring);
+  const size_t n = nb.n, i = nb.index, element = ElementSize(dtype);
+  char* data = static_cast<char*>(buffer);
+  const ChunkLayout chunks = EvenChunks(count, n, element);
+  const size_t slice = std::max<size_t>(element, kRelaySliceBytes / element * element);
+  const size_t slices = (chunks.size[0] + slice - 1) / slice;  // chunk 0 is the largest
+  transport::Context& context = *ring.context;
+  const auto deadline = [&] { return transport::Clock::now() + ring.step_timeout; };
+  for (size_t k = 0; k < slices; ++k) {
+    // Slice k of chunk c: its bytes [k * slice, (k + 1) * slice), maybe short or empty.
+    const auto at = [&](size_t c) { return data + chunks.begin[c] + std::min(k * slice, chunks.size[c]); };
+    const auto len = [&](size_t c) {
+      return std::min(slice, chunks.size[c] - std::min(k * slice, chunks.size[c]));
+    };
+    // Reduce-scatter. Step 0 sends this rank's chunk i; step s forwards chunk i - s reduced with
+    // what arrived for it; the last step keeps chunk i + 1, complete, and starts the allgather
+    // by sending it.
+    char* mine = at(i);
+    TUTTI_RETURN_IF_ERROR(context.Relay(nb.next, -1, len(i), element, deadline(),
+                                        [&](const char*, char* out, size_t offset, size_t bytes) {
+                                          std::memcpy(out, mine + offset, bytes);
+                                        }));
+    for (size_t s = 1; s + 1 < n; ++s) {
+      char* own = at((i + n - s) % n);
+      TUTTI_RETURN_IF_ERROR(context.Relay(
+          nb.next, nb.prev, len((i + n - s) % n), element, deadline(),
+          [&](const char* in, char* out, size_t offset, size_t bytes) {
+            std::memcpy(out, own + offset, bytes);
+            ReduceInto(out, in, bytes / element, dtype, op);
+          }));
+    }
+    char* owned = at((i + 1) % n);
+    TUTTI_RETURN_IF_ERROR(context.Relay(nb.next, nb.prev, len((i + 1) % n), element, deadline(),
+                                        [&](const char* in, char* out, size_t offset, size_t bytes) {
+                                          ReduceInto(owned + offset, in, bytes / element, dtype, op);
+                                          std::memcpy(out, owned + offset, bytes);
+                                        }));
+    // Allgather: take chunk i - s and pass it on, but for the last one, which the next rank has.
+    for (size_t s = 0; s + 1 < n; ++s) {
+      char* into = at((i + n - s) % n);
+      TUTTI_RETURN_IF_ERROR(context.Relay(s + 2 < n ? nb.next : -1, nb.prev, len((i + n - s) % n),
+                                          element, deadline(),
+                                          [&](const char* in, char* out, size_t offset, size_t bytes) {
+                                            std::memcpy(into + offset, in, bytes);
+                                            if (out) std::memcpy(out, in, bytes);
+                                          }));
+    }
+  }
+  return Status::Ok();
+}
+
+Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
+  const size_t n = ring.members->size();
+  if (n == 1 || count == 0) return Status::Ok();
+  if (ring.context->CanRelayInPlace(ring.members->ranks()))
+    return RelayAllreduce(ring, buffer, count, dtype, op);
+  char* data = static_cast<char*>(buffer);
+  const ChunkLayout chunks = EvenChunks(count, n, ElementSize(dtype));
+  TUTTI_RETURN_IF_ERROR(RingReduceScatter(ring, data, chunks, dtype, op, 0));
+  return RingAllgather(ring, data, chunks, (ring.members->IndexOf(ring.self) + 1) % n);
+}
+
+}  // namespace tutti::client

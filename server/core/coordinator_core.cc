@@ -1,0 +1,306 @@
+#include "server/core/coordinator_core.h"
+
+#include <random>
+
+#include <sodium.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "proto/status_codec.h"
+#include "server/core/message_codec.h"
+#include "server/core/service_metrics.h"
+#include "server/security/constant_time.h"
+
+namespace tutti::server {
+namespace {
+
+// The job's data-plane secret (transport/handshake.h), from the system's CSPRNG.
+std::string NewJobSecret() {
+  std::string secret(32, '\0');
+  randombytes_buf(secret.data(), secret.size());
+  return secret;
+}
+
+Outgoing RefusalTo(const std::string& peer, const Status& status) {
+  Outgoing o{peer, {}};
+  wire::ToWire(status, o.frame.mutable_refusal()->mutable_error());
+  return o;
+}
+
+}  // namespace
+
+CoordinatorCore::CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch,
+                                 Job::Policy policy, size_t max_jobs)
+    : default_rendezvous_timeout_ms_(default_rendezvous_timeout_ms),
+      epoch_(epoch),
+      policy_(policy),
+      max_jobs_(max_jobs) {
+  policy_.errors = &errors_;
+}
+
+void CoordinatorCore::Refuse(const std::string& peer, const std::string& job, int32_t rank,
+                             const Status& status, Outbox* out) {
+  if (policy_.metrics) policy_.metrics->Error(status.code());
+  errors_.Add(job, rank, status);
+  out->push_back(RefusalTo(peer, status));
+}
+
+void CoordinatorCore::RefuseLimited(const std::string& limit, const std::string& peer,
+                                    const wire::Register& msg, const std::string& message,
+                                    Outbox* out) {
+  if (policy_.metrics) policy_.metrics->Limited(limit);
+  Refuse(peer, msg.job(), msg.rank(), Status(Code::kLimitExceeded, message), out);
+}
+
+void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t size,
+                                  Clock::time_point now, Outbox* out) {
+  const std::string& peer = source.peer;
+  if (policy_.metrics) policy_.metrics->FrameReceived(size);
+  wire::Frame frame;
+  Status status = DecodeClientFrame(data, size, &frame);
+  if (!status.ok()) {
+    spdlog::warn("refused a frame of {} bytes: {}", size, status.message());
+    auto member = members_.find(peer);
+    if (member == members_.end()) Refuse(peer, "", -1, status, out);
+    else Refuse(peer, member->second.job, member->second.rank, status, out);
+    return;
+  }
+  auto member = members_.find(peer);
+  if (member == members_.end()) {
+    auto tombstone = evicted_.find(peer);
+    if (tombstone != evicted_.end()) {
+      out->push_back(RefusalTo(peer, tombstone->second.status));  // told already: not counted
+      return;
+    }
+    if (frame.epoch() != 0 && frame.epoch() != epoch_) {
+      spdlog::warn("refused a rank of epoch {:016x}: this tuttid runs epoch {:016x}", frame.epoch(),
+                   epoch_);
+      return Refuse(peer, "", -1,
+                    Status(Code::kCoordinatorLost,
+                           fmt::format("coordinator lost: tuttid restarted (this rank joined epoch "
+                                       "{:016x}, tuttid now runs epoch {:016x}); restart the job",
+                                       frame.epoch(), epoch_)),
+                    out);
+    }
+    if (frame.has_register_()) return HandleRegister(source, frame.register_(), now, out);
+    Refuse(peer, "", -1, Status(Code::kInvalidArgument, "register before sending anything else"),
+           out);
+    return;
+  }
+  Job& job = *jobs_.at(member->second.job);
+  const int32_t rank = member->second.rank;
+  if (frame.has_register_()) {
+    Refuse(peer, job.id(), rank,
+           Status(Code::kInvalidArgument, "this connection already registered"), out);
+    return;
+  }
+  job.Touch(rank, now);
+  if (!job.welcomed()) {
+    Refuse(peer, job.id(), rank,
+           Status(Code::kInvalidArgument, "wait for the rendezvous to complete"), out);
+    return;
+  }
+  // Answers to anything but announcements must not overtake the responses announcements released.
+  if (!frame.has_announce() && !frame.has_heartbeat() && !frame.has_counters_query())
+    job.FlushReleased(out);
+  switch (frame.body_case()) {
+    case wire::Frame::kSetAdd: job.SetAdd(rank, frame.set_add(), now, out); break;
+    case wire::Frame::kSetRemove: job.SetRemove(rank, frame.set_remove(), now, out); break;
+    case wire::Frame::kAnnounce: job.Announce(rank, frame.announce(), size, now, out); break;
+    case wire::Frame::kCountersQuery: {
+      Outgoing reply{peer, {}};
+      *reply.frame.mutable_coordinator_counters() = job.counters();
+      reply.frame.mutable_coordinator_counters()->set_request_id(frame.counters_query().request_id());
+      out->push_back(std::move(reply));
+      break;
+    }
+    case wire::Frame::kHeartbeat: {
+      Outgoing echo{peer, {}};
+      echo.frame.mutable_heartbeat();
+      out->push_back(std::move(echo));
+      break;
+    }
+    case wire::Frame::kJoin: job.Join(rank, frame.join(), now, out); break;
+    case wire::Frame::kCommId: job.CommId(rank, frame.comm_id(), out); break;
+    case wire::Frame::kAbort:
+      job.Abort(rank, out);
+      CollectEvicted(job);
+      // The last live rank aborted: no Bye or lease will end the job later.
+      if (job.everyone_left()) DropJob(job.id());
+      break;
+    case wire::Frame::kBye:
+      // Only welcomed ranks say Bye (a rank whose registration failed has nothing to leave).
+      job.Leave(rank, out);
+      members_.erase(member);
+      if (job.everyone_left()) {
+        spdlog::info("job '{}': all ranks left", job.id());
+        DropJob(job.id());
+      }
+      break;
+    default: break;  // DecodeClientFrame admits nothing else
+  }
+}
+
+void CoordinatorCore::HandleRegister(const Source& source, const wire::Register& msg,
+                                     Clock::time_point now, Outbox* out) {
+  const std::string& peer = source.peer;
+  if (keys_) {
+    // CURVE: the ZAP handler admitted the key; it may register only as a rank it is listed for.
+    auto listed = keys_->clients.find(source.key);
+    const JobRank claimed{msg.job(), msg.rank()};
+    if (listed == keys_->clients.end() ||
+        std::find(listed->second.begin(), listed->second.end(), claimed) == listed->second.end()) {
+      std::string holder = "no rank";
+      if (listed != keys_->clients.end() && !listed->second.empty())
+        holder = fmt::format("rank {} of job '{}'", listed->second[0].rank, listed->second[0].job);
+      spdlog::warn("refused a registration as rank {} of job '{}' from {}: its CURVE key is {}'s",
+                   msg.rank(), msg.job(), source.address, holder);
+      return Refuse(peer, msg.job(), msg.rank(),
+                    Status(Code::kAuthFailed,
+                           fmt::format("authentication failed: this rank's CURVE key is not listed "
+                                       "for rank {} of job '{}' in tuttid's client keys (it "
+                                       "belongs to {})",
+                                       msg.rank(), msg.job(), holder)),
+                    out);
+    }
+  }
+  if (!registrations_.Allow(source.address, now))
+    return RefuseLimited("registrations_per_address", peer, msg,
+                         fmt::format("limit exceeded: too many registrations from {} (at most {} "
+                                     "a second, tuttid --max-registrations-per-second); retry later",
+                                     source.address, registrations_.rate()),
+                         out);
+  auto it = jobs_.find(msg.job());
+  if (it == jobs_.end() && jobs_.size() >= max_jobs_) {
+    spdlog::warn("refused job '{}': already serving {} jobs", msg.job(), jobs_.size());
+    return RefuseLimited(
+        "jobs", peer, msg,
+        fmt::format("limit exceeded: tuttid already serves {} jobs, its limit (--max-jobs)",
+                    max_jobs_),
+        out);
+  }
+  if (it == jobs_.end() &&
+      (rendezvous_jobs_per_address_ != SIZE_MAX || rendezvous_ranks_per_address_ != SIZE_MAX)) {
+    size_t waiting = 0, ranks = 0;
+    for (const auto& [id, job] : jobs_)
+      if (!job->welcomed() && job_address_[id] == source.address) {
+        ++waiting;
+        ranks += static_cast<size_t>(job->size());
+      }
+    if (ranks + static_cast<size_t>(msg.size()) > rendezvous_ranks_per_address_)
+      return RefuseLimited("rendezvous_ranks_per_address", peer, msg,
+                           fmt::format("limit exceeded: jobs started from {} already wait for {} "
+                                       "ranks, and a job of {} more would pass tuttid's limit of "
+                                       "{} (--max-rendezvous-ranks-per-address)",
+                                       source.address, ranks, msg.size(),
+                                       rendezvous_ranks_per_address_),
+                           out);
+    if (waiting >= rendezvous_jobs_per_address_)
+      return RefuseLimited("rendezvous_jobs_per_address", peer, msg,
+                           fmt::format("limit exceeded: {} already started {} jobs whose ranks "
+                                       "have not all joined (tuttid "
+                                       "--max-rendezvous-jobs-per-address)",
+                                       source.address, waiting),
+                           out);
+  }
+  if (it == jobs_.end()) {
+    const int64_t timeout = msg.rendezvous_timeout_ms() > 0 ? msg.rendezvous_timeout_ms()
+                                                            : default_rendezvous_timeout_ms_;
+    auto job = std::make_unique<Job>(msg.job(), msg.token(), msg.size(),
+                                     now + std::chrono::milliseconds(timeout), timeout, NewJobSecret(),
+                                     epoch_, policy_);
+    it = jobs_.emplace(msg.job(), std::move(job)).first;
+    job_address_[msg.job()] = source.address;
+    spdlog::info("job '{}': created by rank {}, waiting for {} ranks", msg.job(), msg.rank(),
+                 msg.size());
+  } else if (!SameSecret(it->second->token(), msg.token())) {
+    spdlog::warn("job '{}': rank {} presented a wrong token", msg.job(), msg.rank());
+    Refuse(peer, msg.job(), msg.rank(),
+           Status(Code::kAuthFailed, fmt::format("wrong token for job '{}'", msg.job())), out);
+    return;
+  }
+  Status status = it->second->Register(peer, msg, out);
+  if (!status.ok()) {
+    Refuse(peer, msg.job(), msg.rank(), status, out);
+    return;
+  }
+  members_[peer] = Member{msg.job(), msg.rank()};
+  if (it->second->failed()) DropJob(msg.job());
+}
+
+void CoordinatorCore::DropJob(const std::string& id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  for (const std::string& peer : it->second->peers()) members_.erase(peer);
+  for (auto t = evicted_.begin(); t != evicted_.end();)
+    t = t->second.job == id ? evicted_.erase(t) : std::next(t);
+  job_address_.erase(id);  // before the job: `id` may be the job's own id()
+  jobs_.erase(it);
+}
+
+void CoordinatorCore::CollectEvicted(Job& job) {
+  for (auto& [peer, status] : job.TakeEvicted()) {
+    members_.erase(peer);
+    evicted_[peer] = Tombstone{job.id(), std::move(status)};
+  }
+}
+
+void CoordinatorCore::Flush(Outbox* out) {
+  for (auto& [id, job] : jobs_)
+    if (job->has_released()) job->FlushReleased(out);
+}
+
+void CoordinatorCore::GoingAway(Outbox* out) const {
+  const Status status(Code::kCoordinatorLost, "coordinator lost: tuttid is stopping");
+  for (const auto& [id, job] : jobs_) job->GoingAway(status, out);
+}
+
+void CoordinatorCore::Tick(Clock::time_point now, Outbox* out) {
+  std::vector<std::string> failed;
+  for (auto& [id, job] : jobs_) {
+    auto deadline = job->NextDeadline();
+    if (!deadline || *deadline > now) continue;
+    job->Tick(now, out);
+    CollectEvicted(*job);
+    if (job->failed() || job->everyone_left()) failed.push_back(id);
+  }
+  for (const auto& id : failed) DropJob(id);
+}
+
+std::optional<Clock::time_point> CoordinatorCore::NextDeadline() const {
+  std::optional<Clock::time_point> next;
+  for (const auto& [id, job] : jobs_) {
+    auto deadline = job->NextDeadline();
+    if (deadline && (!next || *deadline < *next)) next = deadline;
+  }
+  return next;
+}
+
+nlohmann::json CoordinatorCore::Describe(Clock::time_point now) const {
+  // Enough pending tensors per set to see what a stall waits for, bounded for a flooding job.
+  constexpr size_t kPendingShown = 50;
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& [id, job] : jobs_) jobs.push_back(job->Describe(now, kPendingShown));
+  return {{"epoch", fmt::format("{:016x}", epoch_)},
+          {"jobs", std::move(jobs)},
+          {"recent_errors", errors_.ToJson()}};
+}
+
+void CoordinatorCore::UpdateGauges() const {
+  if (!policy_.metrics) return;
+  size_t ranks = 0, sets = 0, pending = 0;
+  for (const auto& [id, job] : jobs_) {
+    ranks += job->alive_ranks();
+    sets += job->active_sets();
+    pending += job->pending_tensors();
+  }
+  policy_.metrics->SetJobs(jobs_.size());
+  policy_.metrics->SetRanks(ranks);
+  policy_.metrics->SetProcessSets(sets);
+  policy_.metrics->SetPendingTensors(pending);
+}
+
+}  // namespace tutti::server

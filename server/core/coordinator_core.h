@@ -1,0 +1,112 @@
+// The coordinator's logic without sockets: frames in (with the sender's routing id), frames out.
+// Keeps the jobs and which routing id belongs to which (job, rank). Single-threaded; time is passed
+// in so that tests can drive deadlines.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "server/core/address_limiter.h"
+#include "server/core/job.h"
+#include "server/core/recent_errors.h"
+#include "server/security/curve_keys.h"
+
+namespace tutti::server {
+
+class CoordinatorCore {
+ public:
+  CoordinatorCore(int64_t default_rendezvous_timeout_ms, uint64_t epoch, Job::Policy policy,
+                  size_t max_jobs);
+  uint64_t epoch() const { return epoch_; }
+
+  // Where a frame came from. Only frames of connections that have not registered need more than
+  // the routing id (see knows()).
+  struct Source {
+    std::string peer;     // ZeroMQ routing id
+    std::string address;  // the client's IP address ("" if unknown)
+    std::string key;      // the CURVE public key (Z85) it authenticated with; "" without CURVE
+  };
+  // Handles one frame; appends the frames to send to `out`.
+  void HandleFrame(const Source& source, const void* data, size_t size, Clock::time_point now,
+                   Outbox* out);
+  void HandleFrame(const std::string& peer, const void* data, size_t size, Clock::time_point now,
+                   Outbox* out) {
+    HandleFrame(Source{peer, "", ""}, data, size, now, out);
+  }
+  // Whether `peer` registered: its frames need no Source beyond the routing id.
+  bool knows(const std::string& peer) const { return members_.count(peer) != 0; }
+
+  // Prometheus series to feed (null: none). Set before any job registers.
+  void set_metrics(ServiceMetrics* metrics) { policy_.metrics = metrics; }
+  // CURVE: a registration must be for an identity its key is listed under (null: no CURVE).
+  void set_client_keys(const CurveServerKeys* keys) { keys_ = keys; }
+  // Floods: registrations per second (and burst) from one address, and jobs one address may have
+  // waiting for their rendezvous.
+  // Also the ranks those jobs declared in all, which their state is sized by.
+  void set_address_limits(double registrations_per_second, double burst,
+                          size_t rendezvous_jobs_per_address,
+                          size_t rendezvous_ranks_per_address) {
+    registrations_ = AddressLimiter(registrations_per_second, burst);
+    rendezvous_jobs_per_address_ = rendezvous_jobs_per_address;
+    rendezvous_ranks_per_address_ = rendezvous_ranks_per_address;
+  }
+
+  // For the status page: every job, and the recent errors.
+  nlohmann::json Describe(Clock::time_point now) const;
+  // Sets the Prometheus gauges from the jobs' state.
+  void UpdateGauges() const;
+  // Sends what the Announce frames handled since the last call completed (docs/fusion.md).
+  void Flush(Outbox* out);
+  // Fires the deadlines that passed (rendezvous, process-set changes).
+  void Tick(Clock::time_point now, Outbox* out);
+  std::optional<Clock::time_point> NextDeadline() const;
+  // tuttid is stopping: tells every rank of every job (docs/failures.md).
+  void GoingAway(Outbox* out) const;
+
+  size_t job_count() const { return jobs_.size(); }
+
+ private:
+  struct Member {
+    std::string job;
+    int32_t rank;
+  };
+
+  void HandleRegister(const Source& source, const wire::Register& msg, Clock::time_point now,
+                      Outbox* out);
+  // Refuses `peer` (counted in the metrics and the recent errors).
+  void Refuse(const std::string& peer, const std::string& job, int32_t rank, const Status& status,
+              Outbox* out);
+  // A registration past flood limit `limit` (the metrics' label): kLimitExceeded with `message`.
+  void RefuseLimited(const std::string& limit, const std::string& peer, const wire::Register& msg,
+                     const std::string& message, Outbox* out);
+  void DropJob(const std::string& id);
+  // Moves the ranks `job` declared lost from members_ to evicted_.
+  void CollectEvicted(Job& job);
+
+  int64_t default_rendezvous_timeout_ms_;
+  uint64_t epoch_;
+  Job::Policy policy_;
+  size_t max_jobs_;
+  std::map<std::string, std::unique_ptr<Job>> jobs_;
+  std::map<std::string, std::string> job_address_;  // job id -> the address that created it
+  const CurveServerKeys* keys_ = nullptr;
+  AddressLimiter registrations_{0, 0};
+  size_t rendezvous_jobs_per_address_ = SIZE_MAX;
+  size_t rendezvous_ranks_per_address_ = SIZE_MAX;
+  RecentErrors errors_;
+  std::map<std::string, Member> members_;  // by routing id
+  struct Tombstone {
+    std::string job;
+    Status status;
+  };
+  // Routing ids of ranks declared lost, kept while their job lives: whatever they send later is
+  // stale and answered with `status`.
+  std::map<std::string, Tombstone> evicted_;
+};
+
+}  // namespace tutti::server

@@ -1,0 +1,170 @@
+// One job on tuttid: its rendezvous, its process sets and their negotiations. The job answers its
+// ranks through an outbox of frames addressed by ZeroMQ routing id. Single-threaded. Its member
+// functions are defined by concern: job.cc (the core and the dispatch of frames) and job_*.cc.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "proto/protocol.h"
+#include "server/core/negotiator.h"
+#include "server/core/process_set_table.h"
+
+namespace tutti::server {
+
+class RecentErrors;
+class ServiceMetrics;
+
+struct Outgoing {
+  std::string peer;  // ZeroMQ routing id
+  wire::Frame frame;
+};
+using Outbox = std::vector<Outgoing>;
+
+class Job {
+ public:
+  // tuttid's settings for every job; a job's ranks may override the stall thresholds.
+  struct Policy {
+    int64_t heartbeat_interval_ms;
+    int64_t lease_ms;
+    int64_t stall_warning_ms = 60000;  // 0: off
+    int64_t stall_shutdown_ms = 0;     // 0: off
+    Timeline* timeline = nullptr;      // tuttid's negotiation timeline, if it writes one
+    // Tensors the job may have announced by some members only; more are refused (floods).
+    size_t max_pending_tensors = SIZE_MAX;
+    ServiceMetrics* metrics = nullptr;  // tuttid's Prometheus series, if it exposes them
+    RecentErrors* errors = nullptr;     // tuttid's list of recent errors, for its status page
+  };
+
+  Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
+      int64_t rendezvous_timeout_ms, std::string secret, uint64_t epoch, Policy policy);
+
+  const std::string& id() const { return id_; }
+  const std::string& token() const { return token_; }
+  int32_t size() const { return size_; }
+  bool welcomed() const { return welcomed_; }
+  // A failed job (rendezvous timed out or disagreed) has told its ranks and can be dropped.
+  bool failed() const { return failed_; }
+  bool everyone_left() const { return welcomed_ && gone_ == size_; }
+  std::vector<std::string> peers() const;
+
+  // Registers `peer` as `msg.rank()`; the world's last registration welcomes everyone. An error
+  // concerns this registrant alone.
+  Status Register(const std::string& peer, const wire::Register& msg, Outbox* out);
+  // tuttid is stopping: tells every live rank, which fails its pending and later requests with
+  // `status` at once instead of waiting out its lease.
+  void GoingAway(const Status& status, Outbox* out) const;
+  void SetAdd(int32_t rank, const wire::SetAdd& msg, Clock::time_point now, Outbox* out);
+  void SetRemove(int32_t rank, const wire::SetRemove& msg, Clock::time_point now, Outbox* out);
+  // `bytes`: the encoded size of the frame, for the counters. What it completes is held until
+  // FlushReleased, so that everything one batch of frames completes can fuse.
+  void Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock::time_point now,
+                Outbox* out);
+  // Sends the responses held back by Announce. Called once the frames waiting in the socket were
+  // read, and before handling any other kind of frame (whose answers must not overtake them).
+  void FlushReleased(Outbox* out);
+  bool has_released() const { return !released_.empty(); }
+  const wire::CoordinatorCounters& counters() const { return counters_; }
+  void Join(int32_t rank, const wire::Join& msg, Clock::time_point now, Outbox* out);
+  // Relays the NCCL unique id the first member of a set generated to the set's other members,
+  // unchanged; keeps nothing. Anything else is refused to `rank`.
+  void CommId(int32_t rank, const wire::CommId& msg, Outbox* out);
+  // Orderly leave (Bye): collectives still waiting for this rank fail on the others.
+  void Leave(int32_t rank, Outbox* out);
+  // The application aborted `rank`: its sets break and every live rank is told, by name.
+  void Abort(int32_t rank, Outbox* out);
+  // Any frame from `rank` proves its I/O path alive.
+  void Touch(int32_t rank, Clock::time_point now);
+  // Routing ids of ranks declared lost since the last call, with what to tell them if they speak.
+  std::vector<std::pair<std::string, Status>> TakeEvicted();
+
+  // For the status page: ranks, hosts, sets and their pending tensors (at most
+  // `pending_per_set` each, oldest first).
+  nlohmann::json Describe(Clock::time_point now, size_t pending_per_set) const;
+  size_t alive_ranks() const;
+  size_t active_sets() const { return negotiators_.size(); }
+  size_t pending_tensors() const { return budget_.used; }
+
+  // Rendezvous deadline, set-change deadlines, leases, stall inspection.
+  void Tick(Clock::time_point now, Outbox* out);
+  std::optional<Clock::time_point> NextDeadline() const;
+
+ private:
+  // The rendezvous (job_rendezvous.cc).
+  void Welcome(Outbox* out);
+  void RefuseAll(Code code, const std::string& message, Outbox* out);
+  // The world did not gather by the deadline: every registrant is refused, naming who is missing.
+  void TimeOutRendezvous(Outbox* out);
+
+  // Process sets and the dispatch of frames to them (job.cc).
+  // Creates the negotiator of an active set.
+  void OpenSet(int32_t set_id, const std::vector<int32_t>& members);
+  void Apply(ProcessSetTable::Events& events, Outbox* out);
+  void Refuse(int32_t rank, const Status& status, int32_t set_id, const std::string& tensor,
+              Outbox* out);
+  void InspectStalls(Clock::time_point now, Outbox* out);
+
+  // The Execute builder (job_execute.cc).
+  void SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::Response> responses,
+                   Outbox* out);
+
+  // The join barrier (job_join.cc).
+  struct JoinWaiter {
+    int32_t rank;
+    uint64_t request_id;
+    int64_t timeout_ms;
+    Clock::time_point deadline;
+  };
+  void ReplyJoin(const JoinWaiter& waiter, int32_t set_id, const Status& status, int32_t last,
+                 Outbox* out);
+  // Fails the joins whose timeout passed, naming the members that never joined.
+  void ExpireJoins(Clock::time_point now, Outbox* out);
+
+  // Leases and eviction (job_leases.cc).
+  // Takes `rank` out of the job: its sets break, pending work involving it fails with `status`
+  // on the others; `fault` also tells every live rank (not done for an orderly leave, where
+  // collectives the rank completed may still be finishing on its peers).
+  void Remove(int32_t rank, const Status& status, bool fault, Outbox* out);
+  // Declares lost, and evicts, the ranks whose lease ran out.
+  void ExpireLeases(Clock::time_point now, Outbox* out);
+  bool alive(int32_t rank) const { return state_[rank] == RankState::kAlive; }
+
+  std::string id_;
+  std::string token_;
+  int32_t size_;
+  Clock::time_point rendezvous_deadline_;
+  int64_t rendezvous_timeout_ms_;
+  std::string secret_;  // the data-plane handshake's key, told to the ranks at the rendezvous
+  uint64_t epoch_;
+  // By rank; a pointer (8 bytes) rather than an optional message (136) while the job waits for
+  // its ranks, since the world size is declared by the first registrant (docs/security.md).
+  std::vector<std::unique_ptr<wire::Register>> registrations_;
+  std::vector<std::string> peer_of_rank_;
+  enum class RankState { kAlive, kLost, kLeft };
+  std::vector<RankState> state_;
+  std::vector<Clock::time_point> last_seen_;
+  Policy policy_;
+  // Decided at the rendezvous from the ranks' registrations.
+  int64_t fusion_threshold_ = 0;
+  uint32_t cache_capacity_ = 0;
+  Clock::duration stall_warning_{}, stall_shutdown_{};
+  wire::CoordinatorCounters counters_;
+  std::map<int32_t, std::vector<wire::Response>> released_;  // by set, in release order
+  std::vector<std::pair<std::string, Status>> evicted_;
+  int32_t registered_ = 0;
+  int32_t gone_ = 0;  // lost or left
+  bool welcomed_ = false;
+  bool failed_ = false;
+  ProcessSetTable sets_;
+  std::map<int32_t, Negotiator> negotiators_;  // one per active set
+  PendingBudget budget_;                       // shared by negotiators_
+  std::map<int32_t, std::vector<JoinWaiter>> joins_;  // by set
+};
+
+}  // namespace tutti::server

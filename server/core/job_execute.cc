@@ -1,0 +1,54 @@
+// The Execute builder: what every member of a set is sent once the negotiator released responses.
+// Fusion, the response cache's slot compaction, the counters and the error reports all happen on
+// this one path (releases, failures, stalls, removals all go through it), so it lives alone rather
+// than beside any one of its callers. Single-threaded, like Job.
+#include "server/core/job.h"
+
+#include "proto/status_codec.h"
+#include "server/core/fusion.h"
+#include "server/core/recent_errors.h"
+#include "server/core/service_metrics.h"
+
+namespace tutti::server {
+
+void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::Response> responses,
+                      Outbox* out) {
+  wire::Frame frame;
+  auto* execute = frame.mutable_execute();
+  execute->set_set_id(set_id);
+  ResponseCache& cache = negotiator.cache();
+  // A tensor whose slot every member already knows travels as the slot alone; a slot assigned
+  // now travels with the spec, and later responses may refer to it.
+  auto compact = [&cache](uint32_t slot_plus_one, auto clear) {
+    if (slot_plus_one == 0) return;
+    const uint32_t slot = slot_plus_one - 1;
+    if (cache.Published(slot)) clear();
+    else cache.MarkPublished(slot);
+  };
+  for (auto& response : PlanCollectives(std::move(responses), fusion_threshold_)) {
+    if (wire::Failed(response)) {
+      const Status status = wire::ToStatus(response.error());
+      if (policy_.metrics) policy_.metrics->Error(status.code());
+      if (policy_.errors) policy_.errors->Add(id_, -1, status);
+    }
+    const uint64_t tensors = 1 + static_cast<uint64_t>(response.fused_size());
+    counters_.set_collectives_released(counters_.collectives_released() + 1);
+    counters_.set_tensors_released(counters_.tensors_released() + tensors);
+    if (tensors > 1) counters_.set_tensors_fused(counters_.tensors_fused() + tensors);
+    compact(response.cache_slot(), [&] { response.clear_spec(); });
+    for (auto& part : *response.mutable_fused())
+      compact(part.cache_slot(), [&] { part.clear_name(); });
+    *execute->add_responses() = std::move(response);
+  }
+  for (uint32_t slot : cache.TakeEvicted()) execute->add_cache_evicted(slot);
+  counters_.set_cache_evictions(cache.evictions());
+  if (execute->responses_size() == 0 && execute->cache_evicted_size() == 0) return;
+  execute->set_seq(negotiator.TakeSeq());
+  for (int32_t member : negotiator.members())
+    if (alive(member)) {
+      out->push_back({peer_of_rank_[member], frame});
+      counters_.set_execute_messages(counters_.execute_messages() + 1);
+    }
+}
+
+}  // namespace tutti::server

@@ -1,0 +1,87 @@
+// Leases and eviction: how a rank leaves the job (an orderly Bye, an abort, or a lease that ran
+// out) and what the others are told. All three end in Remove, which breaks the rank's sets and
+// fails what waited for it; kept together so that the order of those messages (the Fault first)
+// is decided in one place. Single-threaded, like Job.
+#include "server/core/job.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "proto/status_codec.h"
+#include "server/core/recent_errors.h"
+#include "server/core/service_metrics.h"
+
+namespace tutti::server {
+
+void Job::Touch(int32_t rank, Clock::time_point now) { last_seen_[rank] = now; }
+
+std::vector<std::pair<std::string, Status>> Job::TakeEvicted() {
+  std::vector<std::pair<std::string, Status>> evicted;
+  evicted.swap(evicted_);
+  return evicted;
+}
+
+void Job::Leave(int32_t rank, Outbox* out) {
+  Remove(rank, Status(Code::kPeerLost, fmt::format("peer lost: rank {} finalized", rank)),
+         /*fault=*/false, out);
+  state_[rank] = RankState::kLeft;
+}
+
+void Job::Abort(int32_t rank, Outbox* out) {
+  const Status status(Code::kAborted, fmt::format("aborted: rank {} called tutti_abort", rank));
+  spdlog::warn("job '{}': {}", id_, status.message());
+  Remove(rank, status, /*fault=*/true, out);
+  evicted_.emplace_back(peer_of_rank_[rank], status);
+}
+
+void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
+  if (!alive(rank)) return;
+  state_[rank] = RankState::kLost;
+  ++gone_;
+  if (fault && policy_.metrics) policy_.metrics->RankLost();
+  if (fault && policy_.errors) policy_.errors->Add(id_, rank, status);
+  // The Fault goes first: a rank whose request fails because of the loss must already know of
+  // it when it submits again, so that the new request fails at once too.
+  for (int32_t r = 0; fault && r < size_; ++r) {
+    if (!alive(r)) continue;
+    Outgoing o{peer_of_rank_[r], {}};
+    o.frame.mutable_fault()->add_lost_ranks(rank);
+    wire::ToWire(status, o.frame.mutable_fault()->mutable_error());
+    out->push_back(std::move(o));
+  }
+  for (auto& [id, negotiator] : negotiators_) {
+    if (!negotiator.contains(rank)) continue;
+    std::vector<wire::Response> failed;
+    negotiator.Break(status, &failed);
+    if (!failed.empty()) SendExecute(id, negotiator, std::move(failed), out);
+  }
+  ProcessSetTable::Events events;
+  sets_.MarkLost(rank, status, &events);
+  Apply(events, out);
+  for (auto it = joins_.begin(); it != joins_.end();) {
+    if (!negotiators_.at(it->first).contains(rank)) {
+      ++it;
+      continue;
+    }
+    for (const JoinWaiter& w : it->second) ReplyJoin(w, it->first, status, -1, out);
+    it = joins_.erase(it);
+  }
+}
+
+void Job::ExpireLeases(Clock::time_point now, Outbox* out) {
+  const auto lease = std::chrono::milliseconds(policy_.lease_ms);
+  for (int32_t r = 0; r < size_; ++r) {
+    if (!alive(r) || now - last_seen_[r] < lease) continue;
+    const std::string why = fmt::format("no heartbeat for {} ms", policy_.lease_ms);
+    spdlog::warn("job '{}': rank {} lost: {}", id_, r, why);
+    Remove(r, Status(Code::kPeerLost, fmt::format("peer lost: rank {}: {}", r, why)),
+           /*fault=*/true, out);
+    evicted_.emplace_back(peer_of_rank_[r],
+                          Status(Code::kEvicted,
+                                 fmt::format("evicted: rank {} of job '{}' was declared lost ({}); "
+                                             "it can no longer take part in the job",
+                                             r, id_, why)));
+  }
+}
+
+}  // namespace tutti::server

@@ -1,0 +1,164 @@
+// The rendezvous: ranks registering, the checks that they all asked for the same job (static sets,
+// transport), and the Welcome that tells each rank its place in the world (local and cross ranks,
+// peers, the job's settings). It happens once per job and fixes what the rest of the job runs
+// with; apart so that the running job reads without it. Single-threaded, like Job.
+#include "server/core/job.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "server/core/service_metrics.h"
+
+namespace tutti::server {
+namespace {
+
+std::vector<std::vector<int32_t>> StaticSets(const wire::Register& r) {
+  std::vector<std::vector<int32_t>> lists;
+  for (const auto& set : r.static_sets()) lists.emplace_back(set.ranks().begin(), set.ranks().end());
+  return lists;
+}
+
+std::string FormatLists(const std::vector<std::vector<int32_t>>& lists) {
+  std::vector<std::string> parts;
+  for (const auto& l : lists) parts.push_back(FormatRanks(l));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+Status Job::Register(const std::string& peer, const wire::Register& msg, Outbox* out) {
+  if (msg.size() != size_)
+    return Status(Code::kMismatch,
+                  fmt::format("rank {} joined job '{}' with world size {}, but the job has size {}",
+                              msg.rank(), id_, msg.size(), size_));
+  if (welcomed_)
+    return Status(Code::kInvalidArgument,
+                  fmt::format("job '{}' already has all its {} ranks", id_, size_));
+  if (registrations_[msg.rank()])
+    return Status(Code::kInvalidArgument,
+                  fmt::format("rank {} of job '{}' is already registered", msg.rank(), id_));
+  registrations_[msg.rank()] = std::make_unique<wire::Register>(msg);
+  peer_of_rank_[msg.rank()] = peer;
+  if (++registered_ == size_) Welcome(out);
+  return Status::Ok();
+}
+
+void Job::Welcome(Outbox* out) {
+  // Every rank must have given the same static sets; compare each with rank 0's.
+  const auto lists = StaticSets(*registrations_[0]);
+  for (int32_t r = 1; r < size_; ++r) {
+    const auto other = StaticSets(*registrations_[r]);
+    if (other != lists)
+      return RefuseAll(Code::kMismatch,
+                       fmt::format("static process sets differ: rank 0 gave {}, rank {} gave {}",
+                                   FormatLists(lists), r, FormatLists(other)),
+                       out);
+  }
+  // Same-host sets run the shared-memory allreduce only if every member does: its byte stream
+  // differs from the TCP ring's, so the data-plane choice must be the job's, not a rank's.
+  for (int32_t r = 1; r < size_; ++r)
+    if (registrations_[r]->transport() != registrations_[0]->transport())
+      return RefuseAll(Code::kMismatch,
+                       fmt::format("transports differ: rank 0 asked for '{}', rank {} for '{}' "
+                                   "(set TUTTI_TRANSPORT alike on every rank)",
+                                   registrations_[0]->transport(), r,
+                                   registrations_[r]->transport()),
+                       out);
+  std::vector<int32_t> ids;
+  Status status = sets_.DefineStatic(lists, &ids);
+  if (!status.ok()) return RefuseAll(status.code(), status.message(), out);
+
+  // Fusion and cache sizes: the smallest any rank asked for, so that a rank that disabled them
+  // is obeyed. Stall thresholds: rank 0's, else tuttid's.
+  fusion_threshold_ = registrations_[0]->fusion_threshold();
+  int64_t capacity = registrations_[0]->cache_capacity();
+  for (int32_t r = 1; r < size_; ++r) {
+    fusion_threshold_ = std::min(fusion_threshold_, registrations_[r]->fusion_threshold());
+    capacity = std::min<int64_t>(capacity, registrations_[r]->cache_capacity());
+  }
+  cache_capacity_ = static_cast<uint32_t>(std::max<int64_t>(capacity, 0));
+  auto threshold = [](int64_t asked, int64_t fallback) {
+    const int64_t ms = asked == 0 ? fallback : asked < 0 ? 0 : asked;
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(ms));
+  };
+  stall_warning_ = threshold(registrations_[0]->stall_warning_ms(), policy_.stall_warning_ms);
+  stall_shutdown_ = threshold(registrations_[0]->stall_shutdown_ms(), policy_.stall_shutdown_ms);
+
+  const std::vector<int32_t>* world = nullptr;
+  (void)sets_.Members(0, &world);
+  OpenSet(0, *world);
+  wire::Welcome base;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::vector<int32_t>* ranks = nullptr;
+    (void)sets_.Members(ids[i], &ranks);
+    OpenSet(ids[i], *ranks);
+    auto* set = base.add_static_sets();
+    set->set_id(ids[i]);
+    set->mutable_ranks()->Add(ranks->begin(), ranks->end());
+  }
+  for (int32_t r = 0; r < size_; ++r) {
+    auto* peer = base.add_peers();
+    peer->set_rank(r);
+    peer->set_host(registrations_[r]->host());
+    peer->set_data_endpoint(registrations_[r]->data_endpoint());
+  }
+  base.set_job_secret(secret_);
+  base.set_coordinator_epoch(epoch_);
+  base.set_heartbeat_interval_ms(policy_.heartbeat_interval_ms);
+  base.set_lease_ms(policy_.lease_ms);
+  base.set_cache_capacity(static_cast<int32_t>(cache_capacity_));
+
+  // local_rank: position among the ranks of the same host; cross_rank: position among the ranks
+  // with the same local_rank (Horovod's definitions).
+  std::vector<int32_t> local_rank(size_), local_size(size_), cross_rank(size_), cross_size(size_);
+  for (int32_t r = 0; r < size_; ++r)
+    for (int32_t q = 0; q < size_; ++q)
+      if (registrations_[q]->host() == registrations_[r]->host()) {
+        local_size[r]++;
+        if (q < r) local_rank[r]++;
+      }
+  for (int32_t r = 0; r < size_; ++r)
+    for (int32_t q = 0; q < size_; ++q)
+      if (local_rank[q] == local_rank[r]) {
+        cross_size[r]++;
+        if (q < r) cross_rank[r]++;
+      }
+  for (int32_t r = 0; r < size_; ++r) {
+    Outgoing o{peer_of_rank_[r], {}};
+    auto* welcome = o.frame.mutable_welcome();
+    *welcome = base;
+    welcome->set_local_rank(local_rank[r]);
+    welcome->set_local_size(local_size[r]);
+    welcome->set_cross_rank(cross_rank[r]);
+    welcome->set_cross_size(cross_size[r]);
+    out->push_back(std::move(o));
+  }
+  welcomed_ = true;
+  if (policy_.metrics) policy_.metrics->JobStarted();
+  // Leases start now: a rank that waited long at the rendezvous is not late.
+  std::fill(last_seen_.begin(), last_seen_.end(), Clock::now());
+  spdlog::info("job '{}': all {} ranks joined", id_, size_);
+}
+
+void Job::RefuseAll(Code code, const std::string& message, Outbox* out) {
+  spdlog::warn("job '{}': {}", id_, message);
+  for (int32_t r = 0; r < size_; ++r)
+    if (!peer_of_rank_[r].empty()) Refuse(r, Status(code, message), 0, "", out);
+  failed_ = true;
+}
+
+void Job::TimeOutRendezvous(Outbox* out) {
+  std::vector<int32_t> missing;
+  for (int32_t r = 0; r < size_; ++r)
+    if (!registrations_[r]) missing.push_back(r);
+  RefuseAll(Code::kTimeout,
+            fmt::format("rendezvous of job '{}' timed out after {} ms: {}/{} ranks joined, "
+                        "missing {}",
+                        id_, rendezvous_timeout_ms_, registered_, size_, FormatRanks(missing)),
+            out);
+}
+
+}  // namespace tutti::server

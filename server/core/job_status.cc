@@ -1,0 +1,63 @@
+// The status description: the JSON the status page shows for a job (ranks, hosts, sets, pending
+// tensors). It only reads the job, on tuttid's thread, between frames; kept apart so that what the
+// page shows can change without touching how the job runs.
+#include "server/core/job.h"
+
+#include <nlohmann/json.hpp>
+
+namespace tutti::server {
+
+size_t Job::alive_ranks() const {
+  size_t n = 0;
+  for (int32_t r = 0; r < size_; ++r)
+    if (registrations_[r] && alive(r)) ++n;
+  return n;
+}
+
+nlohmann::json Job::Describe(Clock::time_point now, size_t pending_per_set) const {
+  using nlohmann::json;
+  auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  json ranks = json::array();
+  for (int32_t r = 0; r < size_; ++r) {
+    json rank = {{"rank", r}};
+    if (!registrations_[r]) {
+      rank["state"] = "missing";
+      ranks.push_back(std::move(rank));
+      continue;
+    }
+    // The host identity is "hostname/boot id/netns:inode": the name is what an operator knows.
+    const std::string& host = registrations_[r]->host();
+    rank["host"] = host.substr(0, host.find('/'));
+    rank["host_id"] = host;
+    rank["data_endpoint"] = registrations_[r]->data_endpoint();
+    rank["state"] = state_[r] == RankState::kAlive ? "alive"
+                    : state_[r] == RankState::kLost ? "lost"
+                                                    : "left";
+    if (welcomed_ && alive(r)) rank["last_seen_seconds"] = seconds(now - last_seen_[r]);
+    ranks.push_back(std::move(rank));
+  }
+  json sets = json::array();
+  for (const auto& [set_id, negotiator] : negotiators_) {
+    json pending = json::array();
+    for (const auto& p : negotiator.Describe(now, pending_per_set))
+      pending.push_back({{"name", p.name},
+                         {"waited_seconds", seconds(p.waited)},
+                         {"submitted", p.submitted},
+                         {"missing", p.missing}});
+    sets.push_back({{"id", set_id},
+                    {"members", negotiator.members()},
+                    {"pending_count", negotiator.pending_count()},
+                    {"pending", std::move(pending)}});
+  }
+  return {{"id", id_},
+          {"size", size_},
+          {"state", failed_ ? "failed" : welcomed_ ? "running" : "rendezvous"},
+          {"registered", registered_},
+          {"ranks", std::move(ranks)},
+          {"process_sets", std::move(sets)},
+          {"pending_tensors", budget_.used},
+          {"collectives_released", counters_.collectives_released()},
+          {"tensors_released", counters_.tensors_released()}};
+}
+
+}  // namespace tutti::server

@@ -1,0 +1,168 @@
+// Negotiation of one active process set: collects each member's announcement of a tensor and,
+// once every member announced it, checks that they agree and releases one response (the agreed
+// spec, or an error naming two disagreeing variants) to the set's ordered stream. Single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "common/timeline.h"
+#include "proto/protocol.h"
+#include "server/core/process_set_table.h"
+#include "server/core/response_cache.h"
+
+namespace tutti::server {
+
+class ServiceMetrics;
+
+// Tensors a whole job may have waiting for members, shared by its sets' negotiators: the flood
+// limit that keeps one job from taking tuttid's memory (docs/security.md).
+struct PendingBudget {
+  size_t used = 0;
+  size_t limit = SIZE_MAX;
+  std::string job;
+};
+
+class Negotiator {
+ public:
+  // Tensors one set may have waiting for members; beyond it announcements are refused, so that a
+  // rank announcing without end cannot grow tuttid's memory without bound.
+  static constexpr size_t kMaxPending = 1 << 20;
+
+  // Device combinations (docs/wire-protocol.md, "Device paths") one set may use; a collective on
+  // a further one fails with kLimitExceeded, so that a rank cannot grow the table without bound.
+  static constexpr size_t kMaxDeviceGroups = 64;
+
+  // `hosts`: each member's host identity (Register.host), indexed like `members`; empty: all on
+  // one host.
+  Negotiator(int32_t set_id, std::vector<int32_t> members, uint32_t cache_capacity = 0,
+             const std::vector<std::string>& hosts = {});
+
+  const std::vector<int32_t>& members() const { return members_; }
+  ResponseCache& cache() { return cache_; }
+  // Records negotiations on `track` of `timeline` (which outlives the negotiator).
+  void set_timeline(Timeline* timeline, int32_t track) {
+    timeline_ = timeline;
+    track_ = track;
+  }
+  // Counts fresh tensors against `budget` (which outlives the negotiator), refusing them with
+  // kLimitExceeded once it is spent.
+  void set_budget(PendingBudget* budget) { budget_ = budget; }
+  // Reports completed negotiations to `metrics` (which outlives the negotiator).
+  void set_metrics(ServiceMetrics* metrics) { metrics_ = metrics; }
+  // Names the job in log lines (the staged-path warnings).
+  void set_job(std::string job) { job_ = std::move(job); }
+  // Device combinations assigned a device group so far (groups 0 .. n-1).
+  size_t device_groups() const { return device_groups_.size(); }
+  size_t pending_count() const { return pending_.size(); }
+
+  // Records `rank`'s announcement of `spec`. If that completes the tensor, appends its response to
+  // `ready`. Errors concern only the announcing rank (not a member, announced twice).
+  Status Announce(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready,
+                  Clock::time_point now = Clock::now());
+  // The same for a tensor announced as response-cache `slot`; `name` is set to the tensor's name
+  // when the slot holds one for `rank`.
+  Status AnnounceCached(int32_t rank, uint32_t slot, std::vector<wire::Response>* ready,
+                        Clock::time_point now = Clock::now(), std::string* name = nullptr);
+  // `rank` applied its first `seen` cache evictions.
+  void AcknowledgeEvictions(int32_t rank, uint64_t seen);
+
+  // Stall inspection (negotiator_stalls.cc): tensors some members announced and others did not.
+  struct Stall {
+    std::string name;
+    std::vector<int32_t> missing, submitted;
+    Clock::duration waited;
+  };
+  // Pending tensors, oldest first: at most `limit` of them, for the status page.
+  std::vector<Stall> Describe(Clock::time_point now, size_t limit) const;
+  // Reports (once each) tensors waiting longer than `warn_after` in `warned`, and fails with
+  // kStalled those waiting longer than `fail_after` into `failed`. A zero duration disables
+  // either check.
+  void Inspect(Clock::time_point now, Clock::duration warn_after, Clock::duration fail_after,
+               std::vector<Stall>* warned, std::vector<Stall>* stalled,
+               std::vector<wire::Response>* failed);
+  // When Inspect has something to do next, if anything is pending.
+  std::optional<Clock::time_point> NextInspection(Clock::duration warn_after,
+                                                  Clock::duration fail_after) const;
+
+  // Fails every tensor still waiting for members with `status`.
+  void FailPending(const Status& status, std::vector<wire::Response>* out);
+
+  // After a member is lost the set cannot run collectives: pending tensors fail with `status`
+  // and later announcements are refused with it.
+  void Break(const Status& status, std::vector<wire::Response>* out);
+  bool contains(int32_t rank) const;
+
+  // Join: `rank` has no more data. Tensors then complete without it (allreduce with it
+  // contributing the identity, allgather with no rows from it; the other kinds refuse), which may
+  // release some at once into `ready`. Returns true once every member joined; the join is then
+  // over and `last_joined` says who came last.
+  bool Join(int32_t rank, std::vector<wire::Response>* ready, int32_t* last_joined);
+  // Takes back the join of `rank` (its wait timed out).
+  void Unjoin(int32_t rank);
+
+  // Sequence number for the next Execute sent to this set's members.
+  uint64_t TakeSeq() { return next_seq_++; }
+
+ private:
+  struct Pending {
+    std::vector<std::optional<wire::TensorSpec>> by_member;  // indexed like members_
+    std::list<std::string>::iterator order;  // its place in pending_order_
+    Clock::time_point first_announced;
+    bool warned = false;
+  };
+
+  size_t IndexOf(int32_t rank) const;
+  // Records a member's announcement (full or expanded from the cache) and releases what completes.
+  Status Record(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready,
+                Clock::time_point now);
+  // Checks that the members agree and builds the response (negotiator_agreement.cc).
+  wire::Response Resolve(const std::string& name, const Pending& pending);
+  // Sets the device path and group of a response that resolved without error (partial: some
+  // members joined and announced nothing). In negotiator_device_path.cc.
+  void ChooseDevicePath(const std::string& name, const Pending& pending, wire::Response* response);
+  // Puts a failure in a response; shared by the negotiator's files.
+  static void SetError(wire::Response* response, Code code, const std::string& message);
+  // Releases the tensor if every member that has not joined announced it; `last_rank` completed it.
+  void ReleaseIfComplete(std::unordered_map<std::string, Pending>::iterator entry,
+                         int32_t last_rank, std::vector<wire::Response>* ready);
+  // Appends a released response, holding grouped ones back until their group is whole.
+  void Release(wire::Response response, std::vector<wire::Response>* ready);
+  bool Complete(const Pending& pending) const;
+
+  int32_t set_id_;
+  std::vector<int32_t> members_;
+  std::unordered_map<std::string, Pending> pending_;
+  std::list<std::string> pending_order_;  // first-announced order, for deterministic FailPending
+  std::unordered_map<std::string, std::vector<wire::Response>> groups_;  // resolved, held until whole
+  uint64_t next_seq_ = 0;
+  Status broken_;
+  std::vector<bool> joined_;  // indexed like members_
+  size_t joined_count_ = 0;
+  ResponseCache cache_;
+  Timeline* timeline_ = nullptr;
+  int32_t track_ = 0;
+  PendingBudget* budget_ = nullptr;
+  ServiceMetrics* metrics_ = nullptr;
+  std::string job_;
+  // Per member: the index of the first member on the same host, so that host identities (of any
+  // length) are compared once, here, and device combinations stay small.
+  std::vector<uint32_t> host_of_;
+  std::vector<std::string> host_names_;  // by member, for log lines: the identity's hostname part
+  struct DeviceGroup {
+    int32_t index;
+    wire::DevicePath path;
+  };
+  // Device combination (encoded by member: device type, host, GPU uuid and index) -> its group.
+  std::unordered_map<std::string, DeviceGroup> device_groups_;
+};
+
+// "allreduce float32[4, 2] op=sum" plus any non-default scale factors and device.
+std::string DescribeSpec(const wire::TensorSpec& spec);
+
+}  // namespace tutti::server

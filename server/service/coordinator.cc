@@ -1,0 +1,229 @@
+#include "server/service/coordinator.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <iterator>
+#include <random>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "proto/status_codec.h"
+#include "server/core/coordinator_core.h"
+#include "server/core/service_metrics.h"
+#include "server/security/zap_handler.h"
+#include "server/service/status_board.h"
+
+namespace tutti::server {
+namespace {
+
+// Frames read before what they completed is released.
+constexpr int kMaxBatch = 256;
+
+// How often tuttid hands its buffered timeline to the kernel.
+constexpr auto kTimelineFlush = std::chrono::seconds(1);
+
+
+// Frames tuttid queues for one client that does not read before it drops them. A rank reads as
+// fast as tuttid writes; this bounds what a stuck or hostile one costs (about 100 bytes each).
+constexpr int kSendQueueFrames = 100000;
+
+// How long the goodbye frames may take to leave once tuttid stops.
+constexpr auto kGoodbyeLinger = std::chrono::milliseconds(1000);
+
+uint64_t RandomEpoch() {
+  std::random_device device;
+  return (uint64_t{device()} << 32) | device();
+}
+
+// tuttid's own process in merged timelines, apart from the ranks (process = rank).
+constexpr int64_t kTimelinePid = 1 << 20;
+
+std::unique_ptr<Timeline> OpenTimeline(const std::string& path) {
+  if (path.empty()) return nullptr;
+  auto timeline = std::make_unique<Timeline>(kTimelinePid, "tuttid");
+  Status status = timeline->Start(path);
+  if (!status.ok()) throw std::runtime_error(status.message());
+  return timeline;
+}
+
+}  // namespace
+
+struct Coordinator::Impl {
+  explicit Impl(const CoordinatorOptions& options)
+      : options(options),
+        timeline(OpenTimeline(options.timeline)),
+        core(options.rendezvous_timeout_ms, RandomEpoch(),
+             Job::Policy{options.heartbeat_interval_ms, options.lease_ms, options.stall_warning_ms,
+                         options.stall_shutdown_ms, timeline.get(),
+                         static_cast<size_t>(options.max_pending_tensors)},
+             static_cast<size_t>(options.max_jobs)),
+        socket(context, zmq::socket_type::router) {
+    core.set_metrics(options.metrics);
+    core.set_address_limits(options.max_registrations_per_second, options.registration_burst,
+                            static_cast<size_t>(options.max_rendezvous_jobs_per_address),
+                            static_cast<size_t>(options.max_rendezvous_ranks_per_address));
+    if (options.curve) {
+      // The ZAP endpoint must exist before the first client handshakes.
+      zap = std::make_unique<ZapHandler>(context, *options.curve);
+      socket.set(zmq::sockopt::curve_server, 1);
+      socket.set(zmq::sockopt::curve_secretkey, options.curve->secret_key);
+      core.set_client_keys(options.curve.get());
+    }
+    socket.set(zmq::sockopt::router_mandatory, 1);
+    // ZMTP heartbeats tear down connections whose TCP peer vanished; the application lease
+    // (Job::Tick) is what declares a rank lost.
+    socket.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(options.heartbeat_interval_ms));
+    socket.set(zmq::sockopt::heartbeat_timeout, static_cast<int>(options.lease_ms));
+    socket.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
+    socket.set(zmq::sockopt::sndhwm, kSendQueueFrames);
+    socket.set(zmq::sockopt::linger, 0);
+    try {
+      socket.bind(options.bind);
+    } catch (const zmq::error_t& e) {
+      throw std::runtime_error("cannot bind " + options.bind + ": " + e.what());
+    }
+    endpoint = socket.get(zmq::sockopt::last_endpoint);
+    wakeup = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wakeup < 0) throw std::runtime_error("eventfd failed");
+  }
+  ~Impl() { close(wakeup); }
+
+  // Never blocks: a client that stops reading must not stall every other job. Frames to a peer
+  // that is gone (EHOSTUNREACH: its job learns that through liveness) or that left
+  // kSendQueueFrames unread (EAGAIN) are dropped, and counted in one warning a second at most.
+  void Send(Outbox& out) {
+    for (Outgoing& o : out) {
+      const std::string payload = wire::Encode(o.frame);
+      try {
+        if (!socket.send(zmq::buffer(o.peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
+            !socket.send(zmq::buffer(payload), zmq::send_flags::dontwait))
+          ++dropped;
+      } catch (const zmq::error_t& e) {
+        ++dropped;
+      }
+    }
+    out.clear();
+    if (dropped > 0 && Clock::now() - last_drop_warning >= std::chrono::seconds(1)) {
+      spdlog::warn("dropped {} frames to ranks that disconnected or stopped reading", dropped);
+      dropped = 0;
+      last_drop_warning = Clock::now();
+    }
+  }
+
+  // Reads what is waiting (at most kMaxBatch frames, so that answers are never held back for
+  // long): everything the batch completes is then released, and fused, together.
+  void Receive(Outbox& out) {
+    std::vector<zmq::message_t> parts;
+    for (int handled = 0; handled < kMaxBatch; ++handled) {
+      parts.clear();
+      // A message's parts arrive together: once the first is here, so are the others.
+      if (!zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait))
+        return;
+      if (parts.size() != 2) {
+        spdlog::warn("refused a message of {} frames", parts.size() - 1);
+        Outgoing refusal{parts[0].to_string(), {}};
+        wire::ToWire(Status(Code::kInvalidArgument, "a message must be exactly one frame, got " +
+                                                        std::to_string(parts.size() - 1)),
+                     refusal.frame.mutable_refusal()->mutable_error());
+        out.push_back(std::move(refusal));
+        Send(out);
+        continue;
+      }
+      CoordinatorCore::Source source{parts[0].to_string(), "", ""};
+      // A registered connection is known by its routing id; only newcomers need their address
+      // (flood limits) and CURVE key (which ranks they may register as).
+      if (!core.knows(source.peer)) {
+        if (const char* address = zmq_msg_gets(parts[1].handle(), "Peer-Address")) source.address = address;
+        if (zap)
+          if (const char* key = zmq_msg_gets(parts[1].handle(), "User-Id")) source.key = key;
+      }
+      core.HandleFrame(source, parts[1].data(), parts[1].size(), Clock::now(), &out);
+      Send(out);
+    }
+  }
+
+  const CoordinatorOptions options;
+  zmq::context_t context{1};
+  std::unique_ptr<ZapHandler> zap;  // with CURVE only; before the socket that relies on it
+  std::unique_ptr<Timeline> timeline;  // before core, whose jobs record into it
+  CoordinatorCore core;
+  zmq::socket_t socket;
+  std::string endpoint;
+  int wakeup = -1;
+  uint64_t dropped = 0;
+  Clock::time_point last_drop_warning{};
+};
+
+Coordinator::Coordinator(const CoordinatorOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {}
+
+Coordinator::~Coordinator() = default;
+
+const std::string& Coordinator::endpoint() const { return impl_->endpoint; }
+
+void Coordinator::Run() {
+  Impl& s = *impl_;
+  Outbox out;
+  auto last_flush = Clock::now();
+  // Upper bound on one poll: a missed wakeup never stalls deadlines for long, and the iteration
+  // hook (the systemd watchdog) runs often enough.
+  const auto max_poll = std::chrono::milliseconds(std::max<int64_t>(s.options.max_iteration_gap_ms, 1));
+  std::vector<zmq::pollitem_t> items = {{s.socket.handle(), 0, ZMQ_POLLIN, 0},
+                                        {nullptr, s.wakeup, ZMQ_POLLIN, 0}};
+  const size_t status_item = items.size();
+  if (s.options.status) items.push_back({nullptr, s.options.status->wake_fd(), ZMQ_POLLIN, 0});
+  const size_t zap_item = items.size();
+  if (s.zap) items.push_back({s.zap->socket().handle(), 0, ZMQ_POLLIN, 0});
+  while (true) {
+    if (s.options.on_iteration) s.options.on_iteration();
+    auto now = Clock::now();
+    auto wait = max_poll;
+    if (auto deadline = s.core.NextDeadline())
+      wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now) +
+                            std::chrono::milliseconds(1),
+                        std::chrono::milliseconds(0), wait);
+    try {
+      zmq::poll(items.data(), items.size(), wait);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      continue;  // a signal: its handler called Stop(), seen on the next poll
+    }
+    if (items[1].revents & ZMQ_POLLIN) break;
+    if (s.zap && (items[zap_item].revents & ZMQ_POLLIN)) s.zap->HandleRequests();
+    s.Receive(out);
+    s.core.Flush(&out);
+    s.core.Tick(Clock::now(), &out);
+    s.Send(out);
+    if (s.options.status && (items[status_item].revents & ZMQ_POLLIN)) {
+      s.core.UpdateGauges();
+      s.options.status->Publish(s.core.Describe(Clock::now()).dump());
+    }
+    // A service runs for weeks: keep its timeline file readable, at most one write a second.
+    if (s.timeline && Clock::now() - last_flush >= kTimelineFlush) {
+      s.timeline->Flush();
+      last_flush = Clock::now();
+    }
+  }
+  // Tell every rank, so that their requests fail now rather than at the end of their lease. The
+  // frames get a bounded time to leave before the socket closes.
+  out.clear();
+  s.core.GoingAway(&out);
+  s.Send(out);
+  s.socket.set(zmq::sockopt::linger, static_cast<int>(kGoodbyeLinger.count()));
+  spdlog::info("coordinator stopping: told the ranks of {} jobs", s.core.job_count());
+}
+
+void Coordinator::Stop() {
+  uint64_t one = 1;
+  // write(2) is async-signal-safe; a full counter already means "stop".
+  [[maybe_unused]] ssize_t n = write(impl_->wakeup, &one, sizeof(one));
+}
+
+}  // namespace tutti::server
