@@ -25,11 +25,15 @@ class PendingTable {
   // the set.
   Status InsertAll(int32_t set_id, const std::vector<std::shared_ptr<Request>>& requests) {
     ByName& by_name = sets_[set_id];
-    for (const auto& request : requests)
-      if (by_name.count(request->name()))
-        return Status(Code::kDuplicateName, "a request named '" + request->name() +
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const std::string& name = requests[i]->name();
+      bool repeated = by_name.count(name) > 0;
+      for (size_t j = 0; j < i && !repeated; ++j) repeated = requests[j]->name() == name;
+      if (repeated)
+        return Status(Code::kDuplicateName, "a request named '" + name +
                                                 "' is already pending on process set " +
                                                 std::to_string(set_id));
+    }
     for (const auto& request : requests) by_name.emplace(request->name(), request);
     return Status::Ok();
   }

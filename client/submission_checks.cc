@@ -15,8 +15,8 @@ std::string DeviceName(const TensorArgs& t) {
 }
 
 Status CheckTensor(const char* which, const TensorArgs& t, size_t* count) {
-  if (t.data == nullptr && !t.shape.empty()) {
-    int64_t elements = 1;
+  if (t.data == nullptr) {
+    int64_t elements = 1;  // a 0-d tensor (no dimensions) is one element
     for (int64_t d : t.shape) elements *= d;
     if (elements != 0) return Invalid(std::string(which) + " tensor has no data pointer");
   }

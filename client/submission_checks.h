@@ -1,7 +1,7 @@
 // The checks a submission passes before anything is queued: arguments the caller got wrong
 // become kInvalidArgument (or kUnsupported, kDeviceUnavailable) naming the collective and the
 // argument, on this rank alone and before any negotiation. A pure function of the arguments and
-// the set's members, so that it is unit-tested in process (tests/unit/submission_checks_test.cc).
+// the set's members, so that it is unit-tested in process (tests/client/submission_checks_test.cc).
 #pragma once
 
 #include <cstdint>

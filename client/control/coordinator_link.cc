@@ -345,8 +345,10 @@ void CoordinatorLink::Die(const Status& status) {
     dead_ = status;
     calls.swap(calls_);
   }
-  // Callers waiting on a set change learn it now rather than at their deadline.
+  // Callers waiting on a set change, or on the rendezvous, learn it now rather than at their
+  // deadline.
   for (auto& [id, promise] : calls) promise.set_value(Answer{status, {}});
+  AnswerRegistration(Answer{status, {}});
   listener_->OnLinkDead(status);
 }
 

@@ -1,10 +1,10 @@
-// AnnounceCache (client/announce_cache.h), the rank's half of the response cache
+// AnnounceCache (client/control/announce_cache.h), the rank's half of the response cache
 // (docs/response-cache.md): what Drain puts into an Announce (full specs, then one bit per
 // tensor whose slot the coordinator assigned and whose spec is unchanged, in a bitmap from a
 // byte-aligned base), how Apply of hand-built Execute frames assigns slots, fills in the names
 // of cache references (responses and fused tensors) and applies evictions, the error for a
 // reference to a slot never assigned, and Forget and DropSet.
-#include "client/announce_cache.h"
+#include "client/control/announce_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -64,11 +64,11 @@ TEST(PendingTable, SameNameOnAnotherSetIsNoDuplicate) {
 // Documents current behaviour: duplicates are looked for among the pending requests only, so
 // two requests of one name in the same call are accepted and the second is dropped (the
 // runtime names a group's parts "name[i]", so it never submits such a batch).
-TEST(PendingTable, DuplicateWithinOneInsertionKeepsTheFirst) {
+TEST(PendingTable, DuplicateWithinOneInsertionIsRefusedWhole) {
   PendingTable table;
   auto first = Named("twice"), second = Named("twice");
-  EXPECT_TRUE(IsOk(table.InsertAll(5, {first, second})));
-  EXPECT_EQ(table.Take(5, "twice"), first);
+  EXPECT_TRUE(IsStatus(table.InsertAll(5, {first, second}), Code::kDuplicateName,
+                       "a request named 'twice' is already pending on process set 5"));
   EXPECT_EQ(table.Take(5, "twice"), nullptr);
 }
 

@@ -1,11 +1,11 @@
-// The ring algorithms (client/ring_allreduce.h) over real transport contexts in one process:
+// The ring algorithms (client/exec/ring_allreduce.h) over real transport contexts in one process:
 // N loopback devices with one job secret, routes planned by PlanRoutes, one context per rank
 // for set 0 and one thread per rank. RingAllreduce of float32 sums for N = 2 and 3, over TCP
 // (reduce-scatter then allgather, pipelined in segments) and over shared memory (where every
 // pair relays in place, so it takes RelayAllreduce), and DirectAllreduce; results are compared
 // exactly with a serial reference (integer-valued floats, so every order of summation agrees).
 // Also the chunk layout every rank derives alike.
-#include "client/ring_allreduce.h"
+#include "client/exec/ring_allreduce.h"
 
 #include <gtest/gtest.h>
 
@@ -46,8 +46,9 @@ bool ExpectAllreduceMatchesReference(size_t n, size_t count, const std::string& 
                                      Algorithm algorithm = RingAllreduce) {
   LoopbackJob job(n);
   if (job.size() != n) return false;
-  std::vector<int32_t> members;
-  for (size_t r = 0; r < n; ++r) members.push_back(static_cast<int32_t>(r));
+  std::vector<int32_t> ranks;
+  for (size_t r = 0; r < n; ++r) ranks.push_back(static_cast<int32_t>(r));
+  const MemberList members(ranks);
   const std::vector<float> expected = Reference(n, count);
   std::vector<char> relays(n, 0);
   // Contexts outlive every rank's run: a rank done early must not close a pair its neighbour
@@ -57,7 +58,7 @@ bool ExpectAllreduceMatchesReference(size_t n, size_t count, const std::string& 
     contexts[r] = job.Context(r, 0, transport);
     transport::Context* context = contexts[r].get();
     if (!context) return;
-    relays[r] = context->CanRelayInPlace(members);
+    relays[r] = context->CanRelayInPlace(members.ranks());
     std::vector<char> scratch;
     const RingArgs ring{context, &members, static_cast<int32_t>(r),
                         std::chrono::duration_cast<std::chrono::milliseconds>(kPatience),
@@ -121,10 +122,16 @@ TEST(EvenChunks, FirstChunksTakeTheRemainder) {
   EXPECT_EQ(sparse.size, (std::vector<size_t>{8, 8, 0}));
 }
 
-TEST(IndexOf, IsThePositionAmongSortedMembers) {
-  const std::vector<int32_t> members = {1, 4, 9};
-  EXPECT_EQ(IndexOf(members, 1), 0u);
-  EXPECT_EQ(IndexOf(members, 9), 2u);
+TEST(MemberList, PositionsAndRingNeighboursFollowTheSortedRanks) {
+  const MemberList members({1, 4, 9});
+  EXPECT_EQ(members.IndexOf(1), 0u);
+  EXPECT_EQ(members.IndexOf(9), 2u);
+  EXPECT_TRUE(members.Contains(4));
+  EXPECT_FALSE(members.Contains(5));
+  EXPECT_EQ(members.Next(4), 9);
+  EXPECT_EQ(members.Next(9), 1);
+  EXPECT_EQ(members.Previous(1), 9);
+  EXPECT_EQ(members.Previous(9), 4);
 }
 
 }  // namespace

@@ -126,14 +126,12 @@ TEST(CheckSubmission, EmptyTensorNeedsNoDataPointer) {
 // Documents current behaviour (reported as a bug): the data pointer is only required when the
 // shape is non-empty, but a 0-d tensor (shape {}) has one element, so a scalar without data
 // passes with count 1 and the lane would later read and write through a null pointer.
-TEST(CheckSubmission, ScalarWithoutDataPointerIsAcceptedWithOneElement) {
+// A 0-d tensor is one element: without data it would be read through a null pointer.
+TEST(CheckSubmission, ScalarWithoutDataPointerIsRefused) {
   CollectiveArgs args = Allreduce({}, {});
   args.input.data = args.output.data = nullptr;
-  Request::Operation op;
-  EXPECT_TRUE(IsOk(Check(args, &op)));
-  EXPECT_EQ(op.count, 1u);
-  EXPECT_EQ(op.input, nullptr);
-  EXPECT_EQ(op.output, nullptr);
+  EXPECT_TRUE(IsStatus(Check(args), Code::kInvalidArgument,
+                       "allreduce: input tensor has no data pointer"));
 }
 
 TEST(CheckSubmission, UnknownDeviceTypeIsRefused) {
