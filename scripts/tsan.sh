@@ -27,7 +27,7 @@ fi
 # those of them this tree has; not the pure unit tests nor the benchmarks.
 programs=()
 targets=$(cmake --build "$build" --target help)
-for program in multiproc_tests tuttirun_test device_tests gpu_sim_tests tutti_gpu_sim; do
+for program in multiproc_tests client_tests tuttirun_test device_tests gpu_sim_tests tutti_gpu_sim; do
   if grep -q "^$program: " <<<"$targets"; then programs+=("$program"); fi
 done
 cmake --build "$build" -j "$jobs" --target "${programs[@]}"
@@ -43,11 +43,14 @@ cmake --build "$build" -j "$jobs" --target "${programs[@]}"
 #  - Curve: tuttid and the ranks with CURVE authentication;
 #  - Tuttirun: tuttirun's coordinator thread next to its rank-supervising main thread;
 #  - GpuSim: device lanes (staging, the NCCL id mailbox fed by the I/O thread, stream waits)
-#    through the simulated GPU module.
+#    through the simulated GPU module;
+#  - CoordinatorLink, RingAllreduce, DirectAllreduce, TcpChannel, ShmChannel (client_tests): the
+#    link's I/O thread against an in-process coordinator thread, ring and relay over real contexts
+#    on one thread per rank, both channels on their own.
 # Left out: large payloads (Ranks/Transports, Collectives.Large64MiBOnTheWorld: a minute each
 # under TSan, moving more bytes through the same interleavings), and what exercises a
 # single-threaded tuttid alone (Jobs, BadFrames, Floods, Tuttid).
-tests='^(CApi|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim)\.'
+tests='^(CApi|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel)\.'
 large='^Collectives\.Large'
 
 # Only tests of those programs: unit_tests has suites of the same names (Fusion, Priorities) whose

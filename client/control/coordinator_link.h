@@ -8,6 +8,9 @@
 //
 // Liveness: once welcomed, the I/O thread itself sends a Heartbeat every interval (so a wedged
 // I/O thread stops them), and declares the coordinator lost after a lease of silence.
+//
+// Files: coordinator_link.cc (calls, framing, dispatch), link_liveness.cc (heartbeats, the lease,
+// the handshake monitor).
 #pragma once
 
 #include <sys/types.h>
@@ -91,6 +94,8 @@ class CoordinatorLink {
   // Resolves the waiting registration, if any; true if there was one.
   bool AnswerRegistration(Answer answer);
   void Dispatch(wire::Frame& frame);
+  // The link is dead for good: every waiting call and the registration end with `status`, later
+  // calls fail with it, and the listener hears it once.
   void Die(const Status& status);
   // A failed ZeroMQ handshake (seen through the socket monitor): wrong CURVE keys, or CURVE on
   // one side only. Fails the registration, or the link, at once instead of at a deadline.
