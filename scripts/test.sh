@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-$(nproc)}
+# ccache keyed on paths relative to the checkout, so that a clone in another folder (as CI makes)
+# reuses what an earlier build of the same sources compiled.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 stage() {  # stage NAME LIMIT_SECONDS COMMAND...
   local name=$1 limit=$2 start=$SECONDS
   shift 2
