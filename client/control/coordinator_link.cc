@@ -140,8 +140,18 @@ Status CoordinatorLink::Roundtrip(wire::Frame request, uint64_t request_id,
   return Status::Ok();
 }
 
-Status CoordinatorLink::SetCall(wire::Frame request, uint64_t request_id, int64_t timeout_ms,
-                                wire::SetReply* reply) {
+Status CoordinatorLink::SetCall(wire::Frame request, int64_t timeout_ms, wire::SetReply* reply) {
+  const uint64_t request_id = next_request_id_++;
+  auto stamp = [&](auto* change) {
+    change->set_request_id(request_id);
+    change->set_timeout_ms(timeout_ms);
+  };
+  switch (request.body_case()) {
+    case wire::Frame::kSetAdd: stamp(request.mutable_set_add()); break;
+    case wire::Frame::kSetRemove: stamp(request.mutable_set_remove()); break;
+    case wire::Frame::kJoin: stamp(request.mutable_join()); break;
+    default: return Status(Code::kInternal, "the coordinator link was asked for an unknown set change");
+  }
   wire::Frame answer;
   TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id,
                                   transport::Clock::now() + std::chrono::milliseconds(timeout_ms) +
@@ -154,13 +164,9 @@ Status CoordinatorLink::SetCall(wire::Frame request, uint64_t request_id, int64_
 Status CoordinatorLink::AddSet(const std::vector<int32_t>& ranks, int64_t timeout_ms,
                                int32_t* set_id, std::vector<int32_t>* members) {
   wire::Frame frame;
-  const uint64_t request_id = next_request_id_++;
-  auto* add = frame.mutable_set_add();
-  add->set_request_id(request_id);
-  add->mutable_ranks()->Add(ranks.begin(), ranks.end());
-  add->set_timeout_ms(timeout_ms);
+  frame.mutable_set_add()->mutable_ranks()->Add(ranks.begin(), ranks.end());
   wire::SetReply reply;
-  TUTTI_RETURN_IF_ERROR(SetCall(std::move(frame), request_id, timeout_ms, &reply));
+  TUTTI_RETURN_IF_ERROR(SetCall(std::move(frame), timeout_ms, &reply));
   *set_id = reply.set().id();
   members->assign(reply.set().ranks().begin(), reply.set().ranks().end());
   return Status::Ok();
@@ -168,24 +174,16 @@ Status CoordinatorLink::AddSet(const std::vector<int32_t>& ranks, int64_t timeou
 
 Status CoordinatorLink::RemoveSet(int32_t set_id, int64_t timeout_ms) {
   wire::Frame frame;
-  const uint64_t request_id = next_request_id_++;
-  auto* remove = frame.mutable_set_remove();
-  remove->set_request_id(request_id);
-  remove->set_set_id(set_id);
-  remove->set_timeout_ms(timeout_ms);
+  frame.mutable_set_remove()->set_set_id(set_id);
   wire::SetReply reply;
-  return SetCall(std::move(frame), request_id, timeout_ms, &reply);
+  return SetCall(std::move(frame), timeout_ms, &reply);
 }
 
 Status CoordinatorLink::JoinSet(int32_t set_id, int64_t timeout_ms, int32_t* last_rank) {
   wire::Frame frame;
-  const uint64_t request_id = next_request_id_++;
-  auto* join = frame.mutable_join();
-  join->set_request_id(request_id);
-  join->set_set_id(set_id);
-  join->set_timeout_ms(timeout_ms);
+  frame.mutable_join()->set_set_id(set_id);
   wire::SetReply reply;
-  TUTTI_RETURN_IF_ERROR(SetCall(std::move(frame), request_id, timeout_ms, &reply));
+  TUTTI_RETURN_IF_ERROR(SetCall(std::move(frame), timeout_ms, &reply));
   *last_rank = reply.last_rank();
   return Status::Ok();
 }

@@ -88,9 +88,9 @@ class CoordinatorLink {
   // Sends `request` (its request id already set to `request_id`) and waits for its answer.
   Status Roundtrip(wire::Frame request, uint64_t request_id, transport::Deadline deadline,
                    wire::Frame* reply);
-  // A set change: Roundtrip, then the SetReply's own error.
-  Status SetCall(wire::Frame request, uint64_t request_id, int64_t timeout_ms,
-                 wire::SetReply* reply);
+  // A set change (`request` holds its SetAdd, SetRemove or Join): stamps the request id and
+  // timeout, makes the round trip, then returns the SetReply's own error.
+  Status SetCall(wire::Frame request, int64_t timeout_ms, wire::SetReply* reply);
   // Resolves the waiting registration, if any; true if there was one.
   bool AnswerRegistration(Answer answer);
   void Dispatch(wire::Frame& frame);
