@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "proto/status_codec.h"
+#include "server/core/frames.h"
 #include "server/core/message_codec.h"
 #include "server/core/service_metrics.h"
 #include "server/security/constant_time.h"
@@ -25,9 +25,7 @@ std::string NewJobSecret() {
 }
 
 Outgoing RefusalTo(const std::string& peer, const Status& status) {
-  Outgoing o{peer, {}};
-  wire::ToWire(status, o.frame.mutable_refusal()->mutable_error());
-  return o;
+  return Outgoing{peer, frames::Refusal(status)};
 }
 
 }  // namespace
@@ -110,19 +108,12 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
     case wire::Frame::kSetAdd: job.SetAdd(rank, frame.set_add(), now, out); break;
     case wire::Frame::kSetRemove: job.SetRemove(rank, frame.set_remove(), now, out); break;
     case wire::Frame::kAnnounce: job.Announce(rank, frame.announce(), size, now, out); break;
-    case wire::Frame::kCountersQuery: {
-      Outgoing reply{peer, {}};
-      *reply.frame.mutable_coordinator_counters() = job.counters();
-      reply.frame.mutable_coordinator_counters()->set_request_id(frame.counters_query().request_id());
-      out->push_back(std::move(reply));
+    case wire::Frame::kCountersQuery:
+      out->push_back({peer, frames::Counters(frame.counters_query().request_id(), job.counters())});
       break;
-    }
-    case wire::Frame::kHeartbeat: {
-      Outgoing echo{peer, {}};
-      echo.frame.mutable_heartbeat();
-      out->push_back(std::move(echo));
+    case wire::Frame::kHeartbeat:
+      out->push_back({peer, frames::Heartbeat()});
       break;
-    }
     case wire::Frame::kJoin: job.Join(rank, frame.join(), now, out); break;
     case wire::Frame::kCommId: job.CommId(rank, frame.comm_id(), out); break;
     case wire::Frame::kAbort:

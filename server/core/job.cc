@@ -2,13 +2,13 @@
 // each frame and tick to the part that handles it. The parts have their own files (job_*.cc): the
 // rendezvous, the Execute builder, the join barrier, the NCCL unique-id relay, leases and the
 // status description. Single-threaded.
+#include "server/core/frames.h"
 #include "server/core/job.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "proto/cache_bits.h"
-#include "proto/status_codec.h"
 #include "server/core/recent_errors.h"
 #include "server/core/service_metrics.h"
 
@@ -64,12 +64,7 @@ void Job::Refuse(int32_t rank, const Status& status, int32_t set_id, const std::
     if (status.code() == Code::kLimitExceeded) policy_.metrics->Limited("pending_tensors");
   }
   if (policy_.errors) policy_.errors->Add(id_, rank, status);
-  Outgoing o{peer_of_rank_[rank], {}};
-  auto* refusal = o.frame.mutable_refusal();
-  wire::ToWire(status, refusal->mutable_error());
-  refusal->set_set_id(set_id);
-  refusal->set_tensor_name(tensor);
-  out->push_back(std::move(o));
+  out->push_back({peer_of_rank_[rank], frames::Refusal(status, set_id, tensor)});
 }
 
 void Job::SetAdd(int32_t rank, const wire::SetAdd& msg, Clock::time_point now, Outbox* out) {
@@ -113,13 +108,8 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
   }
   for (auto& reply : events.replies) {
     if (!alive(reply.rank)) continue;
-    Outgoing o{peer_of_rank_[reply.rank], {}};
-    auto* set_reply = o.frame.mutable_set_reply();
-    set_reply->set_request_id(reply.request_id);
-    set_reply->mutable_set()->set_id(reply.set_id);
-    set_reply->mutable_set()->mutable_ranks()->Add(reply.ranks.begin(), reply.ranks.end());
-    if (!reply.status.ok()) wire::ToWire(reply.status, set_reply->mutable_error());
-    out->push_back(std::move(o));
+    out->push_back({peer_of_rank_[reply.rank],
+                    frames::SetReply(reply.request_id, reply.set_id, reply.status, reply.ranks)});
   }
 }
 
@@ -179,9 +169,7 @@ void Job::FlushReleased(Outbox* out) {
 void Job::GoingAway(const Status& status, Outbox* out) const {
   for (int32_t r = 0; r < size_; ++r) {
     if (peer_of_rank_[r].empty() || !alive(r)) continue;
-    Outgoing o{peer_of_rank_[r], {}};
-    wire::ToWire(status, o.frame.mutable_fault()->mutable_error());  // no lost ranks: tuttid itself
-    out->push_back(std::move(o));
+    out->push_back({peer_of_rank_[r], frames::Fault({}, status)});  // no lost ranks: tuttid itself
   }
 }
 

@@ -2,6 +2,7 @@
 // groups, and tuttid hands it on to the other members unchanged. Apart because it is the one frame
 // tuttid relays rather than answers, and must stay a relay: nothing here may start keeping ids.
 // Single-threaded, like Job.
+#include "server/core/frames.h"
 #include "server/core/job.h"
 
 #include <fmt/format.h>
@@ -47,8 +48,7 @@ void Job::CommId(int32_t rank, const wire::CommId& msg, Outbox* out) {
                                 rank, msg.id().size(), set_id, kMaxCommIdBytes));
   }
   if (!status.ok()) return Refuse(rank, status, set_id, "", out);
-  wire::Frame frame;
-  *frame.mutable_comm_id() = msg;
+  const wire::Frame frame = frames::CommId(msg);
   for (int32_t member : it->second.members())
     if (member != rank && alive(member)) out->push_back({peer_of_rank_[member], frame});
 }

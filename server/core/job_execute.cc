@@ -2,6 +2,7 @@
 // Fusion, the response cache's slot compaction, the counters and the error reports all happen on
 // this one path (releases, failures, stalls, removals all go through it), so it lives alone rather
 // than beside any one of its callers. Single-threaded, like Job.
+#include "server/core/frames.h"
 #include "server/core/job.h"
 
 #include "proto/status_codec.h"
@@ -13,9 +14,8 @@ namespace tutti::server {
 
 void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::Response> responses,
                       Outbox* out) {
-  wire::Frame frame;
-  auto* execute = frame.mutable_execute();
-  execute->set_set_id(set_id);
+  wire::Execute execute;
+  execute.set_set_id(set_id);
   ResponseCache& cache = negotiator.cache();
   // A tensor whose slot every member already knows travels as the slot alone; a slot assigned
   // now travels with the spec, and later responses may refer to it.
@@ -38,12 +38,13 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
     compact(response.cache_slot(), [&] { response.clear_spec(); });
     for (auto& part : *response.mutable_fused())
       compact(part.cache_slot(), [&] { part.clear_name(); });
-    *execute->add_responses() = std::move(response);
+    *execute.add_responses() = std::move(response);
   }
-  for (uint32_t slot : cache.TakeEvicted()) execute->add_cache_evicted(slot);
+  for (uint32_t slot : cache.TakeEvicted()) execute.add_cache_evicted(slot);
   counters_.set_cache_evictions(cache.evictions());
-  if (execute->responses_size() == 0 && execute->cache_evicted_size() == 0) return;
-  execute->set_seq(negotiator.TakeSeq());
+  if (execute.responses_size() == 0 && execute.cache_evicted_size() == 0) return;
+  execute.set_seq(negotiator.TakeSeq());
+  const wire::Frame frame = frames::Execute(std::move(execute));
   for (int32_t member : negotiator.members())
     if (alive(member)) {
       out->push_back({peer_of_rank_[member], frame});

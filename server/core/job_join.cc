@@ -2,26 +2,20 @@
 // own timeout passes. The waiters are the job's, not the negotiator's: the negotiator only learns
 // who joined, while the replies (and the timeouts that name who never came) go out from here.
 // Single-threaded, like Job.
+#include "server/core/frames.h"
 #include "server/core/job.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "proto/status_codec.h"
 
 namespace tutti::server {
 
 void Job::ReplyJoin(const JoinWaiter& waiter, int32_t set_id, const Status& status, int32_t last,
                     Outbox* out) {
   if (!alive(waiter.rank)) return;
-  Outgoing o{peer_of_rank_[waiter.rank], {}};
-  auto* reply = o.frame.mutable_set_reply();
-  reply->set_request_id(waiter.request_id);
-  reply->mutable_set()->set_id(set_id);
-  if (status.ok()) reply->set_last_rank(last);
-  else wire::ToWire(status, reply->mutable_error());
-  out->push_back(std::move(o));
+  out->push_back({peer_of_rank_[waiter.rank], frames::JoinReply(waiter.request_id, set_id, status, last)});
 }
 
 void Job::Join(int32_t rank, const wire::Join& msg, Clock::time_point now, Outbox* out) {

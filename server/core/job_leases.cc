@@ -2,12 +2,12 @@
 // out) and what the others are told. All three end in Remove, which breaks the rank's sets and
 // fails what waited for it; kept together so that the order of those messages (the Fault first)
 // is decided in one place. Single-threaded, like Job.
+#include "server/core/frames.h"
 #include "server/core/job.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "proto/status_codec.h"
 #include "server/core/recent_errors.h"
 #include "server/core/service_metrics.h"
 
@@ -44,10 +44,7 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   // it when it submits again, so that the new request fails at once too.
   for (int32_t r = 0; fault && r < size_; ++r) {
     if (!alive(r)) continue;
-    Outgoing o{peer_of_rank_[r], {}};
-    o.frame.mutable_fault()->add_lost_ranks(rank);
-    wire::ToWire(status, o.frame.mutable_fault()->mutable_error());
-    out->push_back(std::move(o));
+    out->push_back({peer_of_rank_[r], frames::Fault({rank}, status)});
   }
   for (auto& [id, negotiator] : negotiators_) {
     if (!negotiator.contains(rank)) continue;

@@ -2,6 +2,7 @@
 // transport), and the Welcome that tells each rank its place in the world (local and cross ranks,
 // peers, the job's settings). It happens once per job and fixes what the rest of the job runs
 // with; apart so that the running job reads without it. Single-threaded, like Job.
+#include "server/core/frames.h"
 #include "server/core/job.h"
 
 #include <algorithm>
@@ -127,14 +128,12 @@ void Job::Welcome(Outbox* out) {
         if (q < r) cross_rank[r]++;
       }
   for (int32_t r = 0; r < size_; ++r) {
-    Outgoing o{peer_of_rank_[r], {}};
-    auto* welcome = o.frame.mutable_welcome();
-    *welcome = base;
-    welcome->set_local_rank(local_rank[r]);
-    welcome->set_local_size(local_size[r]);
-    welcome->set_cross_rank(cross_rank[r]);
-    welcome->set_cross_size(cross_size[r]);
-    out->push_back(std::move(o));
+    wire::Welcome welcome = base;
+    welcome.set_local_rank(local_rank[r]);
+    welcome.set_local_size(local_size[r]);
+    welcome.set_cross_rank(cross_rank[r]);
+    welcome.set_cross_size(cross_size[r]);
+    out->push_back({peer_of_rank_[r], frames::Welcome(std::move(welcome))});
   }
   welcomed_ = true;
   if (policy_.metrics) policy_.metrics->JobStarted();

@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "proto/status_codec.h"
 #include "server/core/coordinator_core.h"
+#include "server/core/frames.h"
 #include "server/core/service_metrics.h"
 #include "server/security/zap_handler.h"
 #include "server/service/status_board.h"
@@ -128,11 +128,10 @@ struct Coordinator::Impl {
         return;
       if (parts.size() != 2) {
         spdlog::warn("refused a message of {} frames", parts.size() - 1);
-        Outgoing refusal{parts[0].to_string(), {}};
-        wire::ToWire(Status(Code::kInvalidArgument, "a message must be exactly one frame, got " +
-                                                        std::to_string(parts.size() - 1)),
-                     refusal.frame.mutable_refusal()->mutable_error());
-        out.push_back(std::move(refusal));
+        out.push_back({parts[0].to_string(),
+                       frames::Refusal(Status(Code::kInvalidArgument,
+                                              "a message must be exactly one frame, got " +
+                                                  std::to_string(parts.size() - 1)))});
         Send(out);
         continue;
       }

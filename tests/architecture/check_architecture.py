@@ -5,7 +5,10 @@
    must name a header its row allows. A row for one file overrides its folder's row; an entry
    ending in '/' covers the headers directly in that folder. A source folder that no row governs
    is an error too, so that a new folder is placed on the map.
-2. The names: every `path:Function` the page names must exist: the file, and in it a definition
+2. Who builds frames: a `wire::Frame` declared without a value (a frame being assembled or
+   decoded) may appear only in the files the page lists under "## Who builds frames" (and in
+   proto/, tests and tools).
+3. The names: every `path:Function` the page names must exist: the file, and in it a definition
    or declaration of the function (`Class::Method(`, `Name(`), class or struct.
 
 Usage: check_architecture.py REPO_ROOT       (exit 0 when the page holds)
@@ -21,6 +24,7 @@ SOURCE = re.compile(r"\.(h|hpp|cc|c|cu)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # Folders whose files may include anything.
 FREE = ("tests/", "bench/", "examples/", "tools/", "python/", "build")
+FRAME_BUILT = re.compile(r"\bwire::Frame\s+[A-Za-z_][A-Za-z0-9_]*\s*;")
 NAMED = re.compile(r"`([A-Za-z0-9_./-]+\.(?:cc|h|cu|c|py)):([A-Za-z_][A-Za-z0-9_:]*)`")
 
 
@@ -90,6 +94,30 @@ def check_arrows(root, rows):
     return problems
 
 
+def parse_frame_builders(page):
+    section = page.split("## Who builds frames", 1)
+    if len(section) < 2:
+        raise SystemExit("docs/architecture.md has no '## Who builds frames' section")
+    body = section[1].split("\n## ", 1)[0]
+    return set(re.findall(r"`([A-Za-z0-9_./-]+\.(?:cc|h))`", body))
+
+
+def check_frame_builders(root, builders):
+    problems = []
+    for path in source_files(root):
+        if path.startswith("proto/") or path in builders:
+            continue
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        if FRAME_BUILT.search(text):
+            problems.append(f"{path}: assembles a wire::Frame, which only the files under "
+                            "'Who builds frames' may")
+    for path in sorted(builders):
+        if not os.path.isfile(os.path.join(root, path)):
+            problems.append(f"Who builds frames: `{path}` does not exist")
+    return problems
+
+
 def check_names(root, page):
     problems = []
     for path, name in sorted(set(NAMED.findall(page))):
@@ -123,7 +151,8 @@ def check(root):
     for key in rows:
         if not os.path.exists(os.path.join(root, key)):
             problems.append(f"arrows table: `{key}` does not exist")
-    return problems + check_arrows(root, rows) + check_names(root, page)
+    return (problems + check_arrows(root, rows) +
+            check_frame_builders(root, parse_frame_builders(page)) + check_names(root, page))
 
 
 def self_test():
@@ -134,6 +163,8 @@ Named: `a/one.cc:Thing::Run` and `a/one.cc:Missing` and `b/gone.cc:Any`.
 |---|---|
 | `a/` | `a/`, `common/` |
 | `common/` | `common/` |
+## Who builds frames
+Only `a/one.h` may.
 ## Next
 """
     with tempfile.TemporaryDirectory() as root:
@@ -143,7 +174,8 @@ Named: `a/one.cc:Thing::Run` and `a/one.cc:Missing` and `b/gone.cc:Any`.
             "docs/architecture.md": page,
             "a/one.cc": '#include "a/one.h"\n#include "common/x.h"\n#include "secret/deep.h"\n'
                         "void Thing::Run() {}\n",
-            "a/one.h": "struct Thing { void Run(); };\n",
+            "a/one.h": "struct Thing { void Run(); wire::Frame allowed; };\n",
+            "a/two.cc": "void F() { wire::Frame built; }\n",
             "common/x.h": "",
             "loose/orphan.cc": "",
         }
@@ -154,6 +186,7 @@ Named: `a/one.cc:Thing::Run` and `a/one.cc:Missing` and `b/gone.cc:Any`.
     expected = [
         'a/one.cc: includes "secret/deep.h", outside the arrows of a/',
         "loose/orphan.cc: its folder has no row in the arrows table",
+        "a/two.cc: assembles a wire::Frame, which only the files under 'Who builds frames' may",
         "`a/one.cc:Missing`: a/one.cc has no Missing",
         "`b/gone.cc:Any`: no such file",
     ]
