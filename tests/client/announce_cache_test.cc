@@ -17,8 +17,7 @@ namespace tutti::client {
 namespace {
 
 using tutti::server::Spec;
-using tutti::testing::IsOk;
-using tutti::testing::IsStatus;
+using namespace tutti::testing;
 
 constexpr int32_t kSet = 1;
 

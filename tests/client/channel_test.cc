@@ -22,10 +22,7 @@
 namespace tutti::transport {
 namespace {
 
-using tutti::testing::In;
-using tutti::testing::IsOk;
-using tutti::testing::IsStatus;
-using tutti::testing::kPatience;
+using namespace tutti::testing;
 
 std::vector<char> Pattern(size_t bytes, unsigned seed) {
   std::vector<char> data(bytes);

@@ -26,11 +26,7 @@ namespace tutti::client {
 namespace {
 
 using tutti::server::Spec;
-using tutti::testing::In;
-using tutti::testing::IsOk;
-using tutti::testing::IsStatus;
-using tutti::testing::kPatience;
-using tutti::testing::RunOnThreads;
+using namespace tutti::testing;
 
 const std::string kStopping = "coordinator lost: tuttid is stopping";
 

@@ -14,8 +14,7 @@
 namespace tutti::client {
 namespace {
 
-using tutti::testing::IsOk;
-using tutti::testing::IsStatus;
+using namespace tutti::testing;
 
 std::shared_ptr<Request> Named(const std::string& name) {
   Request::Operation op;

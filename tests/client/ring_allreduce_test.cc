@@ -17,10 +17,7 @@
 namespace tutti::client {
 namespace {
 
-using tutti::testing::IsOk;
-using tutti::testing::kPatience;
-using tutti::testing::LoopbackJob;
-using tutti::testing::RunOnThreads;
+using namespace tutti::testing;
 
 // Rank r's input: small integers, distinct per rank and position.
 std::vector<float> Input(size_t rank, size_t count) {

@@ -15,8 +15,7 @@
 namespace tutti::transport {
 namespace {
 
-using tutti::testing::IsOk;
-using tutti::testing::IsStatus;
+using namespace tutti::testing;
 
 // Ranks 0 and 1 on host "a", rank 2 on host "b".
 const std::vector<PeerAddress> kPeers = {

@@ -17,8 +17,7 @@
 namespace tutti::client {
 namespace {
 
-using tutti::testing::IsOk;
-using tutti::testing::IsStatus;
+using namespace tutti::testing;
 
 constexpr int32_t kFloat32 = static_cast<int32_t>(DType::kFloat32);
 constexpr int32_t kInt32 = static_cast<int32_t>(DType::kInt32);
