@@ -6,16 +6,11 @@
 #include <zmq.h>
 
 #include "client/host_identity.h"
+#include "client/launcher_env.h"
 #include "transport/route_planner.h"
 
 namespace tutti::client {
 namespace {
-
-std::optional<std::string> Env(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
 
 // The first of `names` that is set, parsed as an integer; an error names a malformed variable.
 Status IntFromEnv(std::initializer_list<const char*> names, std::optional<int64_t>* out) {
@@ -63,7 +58,6 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
                   "no coordinator: set TUTTI_COORDINATOR (e.g. tcp://127.0.0.1:5555) or "
                   "options.coordinator");
   o.coordinator = *coordinator;
-  o.job = requested.job ? *requested.job : Env("TUTTI_JOB").value_or("default");
   o.token = requested.token ? *requested.token : Env("TUTTI_TOKEN").value_or("");
 
   std::optional<int64_t> rank, size, timeout;
@@ -139,6 +133,13 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
                   "CURVE needs TUTTI_CURVE_SERVER_KEY, TUTTI_CURVE_PUBLIC_KEY and "
                   "TUTTI_CURVE_SECRET_KEY together; only " + std::to_string(curve_set) +
                       " of them are set");
+  // Last, so that a wrong setting is named even where the launcher gives no job id.
+  const auto job = requested.job ? requested.job : JobIdFromLauncher();
+  if (!job || job->empty())
+    return Status(Code::kInvalidArgument,
+                  "no job id: set TUTTI_JOB (tuttirun does) or options.job, or start the ranks "
+                  "with mpirun, Slurm or torchrun, whose job ids tutti reads");
+  o.job = *job;
   *resolved = std::move(o);
   return Status::Ok();
 }

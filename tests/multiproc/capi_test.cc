@@ -120,8 +120,22 @@ TEST(CApi, InitArgumentErrors) {
   EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "options.allocate and options.deallocate must be given together");
 
+  // No launcher named the job and neither did the caller: two unrelated jobs must never meet
+  // under a default id.
+  for (const char* launcher_job : {"TUTTI_JOB", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
+                                   "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"})
+    unsetenv(launcher_job);
+  options = TUTTI_INIT_OPTIONS_INIT;
+  options.coordinator = "tcp://127.0.0.1:1";
+  options.rank = 0;
+  options.size = 1;
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "no job id: set TUTTI_JOB (tuttirun does) or options.job, or start the "
+                         "ranks with mpirun, Slurm or torchrun, whose job ids tutti reads");
+
   options = TUTTI_INIT_OPTIONS_INIT;
   options.coordinator = "nonsense";
+  options.job = "capi-init-errors";
   options.rank = 0;
   options.size = 1;
   EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
@@ -154,6 +168,7 @@ TEST(CApi, FusionCacheStallAndTimelineOptionErrors) {
 
   Tuttid tuttid;
   options.coordinator = tuttid.endpoint().c_str();
+  options.job = "capi-timeline-error";
   options.timeline_path = "/nonexistent-tutti-dir/t.json";
   EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "cannot write the timeline to '/nonexistent-tutti-dir/t.rank0.json': No "
@@ -226,6 +241,7 @@ TEST(CApi, CoordinatorThatDoesNotAnswerIsReported) {
   tuttid.process().Signal(SIGSTOP);
   tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
   options.coordinator = tuttid.endpoint().c_str();
+  options.job = "capi-silent-coordinator";
   options.rank = 0;
   options.size = 1;
   options.timeout_ms = 200;
