@@ -29,15 +29,29 @@ export LD_LIBRARY_PATH="$PWD/$bundle/lib${nccl_dir:+:$nccl_dir}${LD_LIBRARY_PATH
 export TUTTI_GPU_MODULE="$PWD/$bundle/lib/libtutti_cuda.so"
 export TUTTI_GPU_ARTIFACTS="$PWD/$out"
 export PATH="$PWD/$bundle/bin:$PATH"
+# The group below runs in a subshell (it feeds tee): its steps leave their exit statuses here.
+statuses=$(mktemp -d)
+trap 'rm -rf "$statuses"' EXIT
 {
   echo "== $(date -u) on $(hostname)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
   echo "NCCL from: ${nccl_dir:-not found}"
   echo "== bench: batched copy kernel vs cudaMemcpy"
   timeout 120 "$bundle/bin/gpu_copy_bench"
+  echo $? > "$statuses/bench"
   echo "== tests/gpu"
   # gpu_tests starts tuttid from its build path; point it at the bundled one.
   timeout 240 env TUTTID=$bundle/bin/tuttid "$bundle/bin/gpu_tests" --gtest_color=no \
     --gtest_output=xml:"$out/gpu_tests.xml"
-  echo "== exit $?"
+  tests=$?
+  echo "== exit $tests"
+  echo $tests > "$statuses/tests"
 } 2>&1 | tee "$out/device_check.log"
+# A failed benchmark or GPU test fails the check: the log alone would hide it.
+bench=$(cat "$statuses/bench" 2>/dev/null || echo missing)
+tests=$(cat "$statuses/tests" 2>/dev/null || echo missing)
+if [[ $bench != 0 || $tests != 0 ]]; then
+  echo "device_check: FAILED (gpu_copy_bench exit $bench, gpu_tests exit $tests)" | tee -a "$out/device_check.log"
+  exit 1
+fi
+echo "device_check: passed" | tee -a "$out/device_check.log"
