@@ -90,6 +90,8 @@ Runtime::~Runtime() {
   }
   // Order matters: stop hearing from the coordinator, unblock lanes stuck in the data plane, join
   // them, then fail whatever never reached a lane.
+  // Stop first: the link's thread may be in a callback that uses link_ (see Stop()).
+  if (link_) link_->Stop();
   {
     std::lock_guard<std::mutex> lock(link_mu_);  // a lane may be relaying an NCCL id
     link_.reset();

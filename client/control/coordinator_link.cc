@@ -57,9 +57,10 @@ CoordinatorLink::CoordinatorLink(std::string endpoint, LinkListener* listener, C
   thread_ = std::thread([this] { Run(); });
 }
 
-CoordinatorLink::~CoordinatorLink() {
+void CoordinatorLink::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
     stopping_ = true;
     if (registered_ && dead_.ok()) {
       wire::Frame bye;
@@ -69,6 +70,10 @@ CoordinatorLink::~CoordinatorLink() {
   }
   Wake();
   thread_.join();
+}
+
+CoordinatorLink::~CoordinatorLink() {
+  Stop();
   zmq_socket_monitor(socket_.handle(), nullptr, 0);
   monitor_.close();
   socket_.close();

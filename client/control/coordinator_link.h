@@ -43,7 +43,12 @@ class CoordinatorLink {
   // `curve`: keys for a tuttid that requires CURVE (not enabled(): none).
   CoordinatorLink(std::string endpoint, LinkListener* listener, Counters* counters,
                   std::chrono::microseconds cycle_time, const CurveClientKeys& curve);
-  // Stops the I/O thread; says Bye first if registered.
+  // Says Bye if registered and joins the I/O thread: once it returns, the listener hears
+  // nothing more. Idempotent; any thread but the I/O thread. The owner calls it before
+  // releasing the link so that callbacks still running may use the link (a unique_ptr is
+  // already null while the object it held is being destroyed).
+  void Stop();
+  // Stop(), then closes the sockets.
   ~CoordinatorLink();
 
   // Sends the registration and waits for Welcome (or the refusal). tuttid enforces the
