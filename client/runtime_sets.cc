@@ -35,16 +35,21 @@ Status Runtime::AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, in
 Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
   if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
   if (set_id == 0) return Invalid("the world process set (0) cannot be removed");
-  std::vector<int32_t> unused;
-  TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &unused));
+  std::vector<int32_t> members;
+  TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &members));
+  const bool member = std::binary_search(members.begin(), members.end(), options_.rank);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return dead_;
   }
   Status removed = link_->RemoveSet(set_id, timeout_ms);
-  // A set this rank knew that tuttid no longer has was removed by its members meanwhile (a
-  // non-member's removal races with theirs): it is gone here too.
-  if (removed.code() == Code::kUnknownSet) sets_.MarkRemoved(set_id);
+  // A set this rank knew that tuttid no longer has was removed by its members meanwhile: it is
+  // gone here too. For a non-member that is its removal done (every rank calls remove, as in
+  // Horovod, and the members may simply have been first).
+  if (removed.code() == Code::kUnknownSet) {
+    sets_.MarkRemoved(set_id);
+    if (!member) return Status::Ok();
+  }
   TUTTI_RETURN_IF_ERROR(removed);
   sets_.MarkRemoved(set_id);
   std::unique_ptr<Lane> lane;

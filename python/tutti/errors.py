@@ -1,4 +1,14 @@
-"""One exception class per tutti status; each carries the C library's message."""
+"""One exception class per tutti status; each carries the C library's message.
+
+The classes sit where Horovod's users expect them (docs/python.md, "Exceptions"):
+- a call the caller got wrong (bad argument, duplicate name, a set it cannot use) is a
+  ValueError, as Horovod's std::invalid_argument becomes one;
+- a collective that failed (peers disagreeing, a peer or the coordinator lost, a timeout, an
+  abort, shutdown) is a HorovodInternalError, a RuntimeError, as Horovod raises from
+  synchronize(); elastic training catches exactly this class;
+- a feature tutti lacks is a NotImplementedError.
+Every class is also a TuttiError, whose `status` is the tutti.h code.
+"""
 import builtins
 
 from . import _capi
@@ -15,83 +25,97 @@ class TuttiError(Exception):
             self.status = status
 
 
+class HorovodInternalError(TuttiError, RuntimeError):
+    """A collective failed on this rank (Horovod's name: scripts and elastic training catch it).
+    The subclasses say why; raised as itself only for failures without a status of their own."""
+
+
+# ---- the caller's mistakes: ValueError ---------------------------------------------------------
 class InvalidArgumentError(TuttiError, ValueError):
     status = -1
 
 
-class UnknownSetError(TuttiError):
+class UnknownSetError(TuttiError, ValueError):
     status = -2
 
 
-class NotAMemberError(TuttiError):
+class NotAMemberError(TuttiError, ValueError):
     status = -3
 
 
-class DuplicateNameError(TuttiError):
+class DuplicateNameError(TuttiError, ValueError):
     status = -4
 
 
-class MismatchError(TuttiError):
+# ---- failed collectives: HorovodInternalError ---------------------------------------------------
+class MismatchError(HorovodInternalError):
     status = -5
 
 
-class PeerLostError(TuttiError):
+class PeerLostError(HorovodInternalError):
     status = -6
 
 
-class CoordinatorLostError(TuttiError):
+class CoordinatorLostError(HorovodInternalError):
     status = -7
 
 
-class TimeoutError(TuttiError, builtins.TimeoutError):  # noqa: A001 - tutti.TimeoutError
+class TimeoutError(HorovodInternalError, builtins.TimeoutError):  # noqa: A001 - tutti.TimeoutError
     status = -8
 
 
-class AbortedError(TuttiError):
+class AbortedError(HorovodInternalError):
     status = -9
 
 
-class StalledError(TuttiError):
+class StalledError(HorovodInternalError):
     status = -10
 
 
-class VersionMismatchError(TuttiError):
+class VersionMismatchError(HorovodInternalError):
     status = -11
 
 
-class AuthFailedError(TuttiError):
+class AuthFailedError(HorovodInternalError):
     status = -12
 
 
-class ShutDownError(TuttiError):
+class ShutDownError(HorovodInternalError):
     status = -13
 
 
-class InternalError(TuttiError):
+class InternalError(HorovodInternalError):
     status = -14
 
 
-class SetRemovedError(TuttiError):
+class SetRemovedError(HorovodInternalError):
     status = -15
 
 
-class UnsupportedError(TuttiError):
-    status = -16
-
-
-class EvictedError(TuttiError):
+class EvictedError(HorovodInternalError):
     status = -17
 
 
-class LimitExceededError(TuttiError):
+class LimitExceededError(HorovodInternalError):
     status = -18
 
 
-class DeviceUnavailableError(TuttiError):
+class DeviceUnavailableError(HorovodInternalError):
     status = -19
 
 
-_BY_STATUS = {cls.status: cls for cls in TuttiError.__subclasses__()}
+# ---- what tutti lacks: NotImplementedError -----------------------------------------------------
+class UnsupportedError(TuttiError, NotImplementedError):
+    status = -16
+
+
+def _all_subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _all_subclasses(sub)
+
+
+_BY_STATUS = {cls.status: cls for cls in _all_subclasses(TuttiError) if cls.status is not None}
 
 
 def from_status(status, message=None):

@@ -33,6 +33,7 @@ def _import_tutti():
 tutti = _import_tutti()
 hvd = tutti.torch
 from tutti import _capi, _core  # noqa: E402 - after the import above
+from tutti.torch import tensors  # noqa: E402
 
 UNAVAILABLE_PREFIXES = ("this libtutti was built without GPU support", "no CUDA device",
                         "cannot load the GPU module")
@@ -88,7 +89,7 @@ def test_device_check_of_a_bad_device_is_an_invalid_argument(device_type, index)
                                         (torch.int64, _capi.DTYPE_INT64)])
 def test_cpu_tensor_descriptor(dtype, code):
     tensor = torch.zeros(2, 3, dtype=dtype)
-    buffer = hvd._buffer(tensor)
+    buffer = tensors.buffer(tensor)
     descriptor, shape = buffer.describe()
     assert descriptor.struct_size == ctypes.sizeof(_capi.Tensor)
     assert descriptor.data == tensor.data_ptr() and descriptor.dtype == code
@@ -115,7 +116,7 @@ def test_device_tensor_descriptor():
 
 def test_tensors_of_one_call_must_share_a_device():
     hooks = _FakeHooks()
-    cpu = hvd._buffer(torch.ones(2))
+    cpu = tensors.buffer(torch.ones(2))
     cuda0 = _core.Buffer(1, _capi.DTYPE_FLOAT32, (2,), None, _capi.DEVICE_CUDA, 0, 0, hooks)
     cuda1 = _core.Buffer(2, _capi.DTYPE_FLOAT32, (2,), None, _capi.DEVICE_CUDA, 1, 0, hooks)
     with pytest.raises(ValueError, match=r"^all tensors of one call must be on the same device: "
@@ -129,7 +130,7 @@ def test_tensors_of_one_call_must_share_a_device():
 
 def test_tensors_on_other_devices_are_refused():
     with pytest.raises(tutti.UnsupportedError, match="tensor is on meta; tutti takes CPU and CUDA"):
-        hvd._buffer(torch.empty(2, device="meta"))
+        tensors.buffer(torch.empty(2, device="meta"))
 
 
 @pytest.mark.parametrize("dtype,typestr", [(_capi.DTYPE_FLOAT32, "<f4"),
@@ -137,7 +138,7 @@ def test_tensors_on_other_devices_are_refused():
                                            (_capi.DTYPE_BFLOAT16, "<i2"),
                                            (_capi.DTYPE_INT64, "<i8"), (_capi.DTYPE_UINT8, "|u1")])
 def test_device_results_are_seen_through_the_cuda_array_interface(dtype, typestr):
-    array = hvd._DeviceArray(0x7f0000002000, (3, 4), dtype)
+    array = tensors._DeviceArray(0x7f0000002000, (3, 4), dtype)
     assert array.__cuda_array_interface__ == {"version": 2, "shape": (3, 4), "typestr": typestr,
                                               "data": (0x7f0000002000, False), "strides": None}
 
@@ -293,11 +294,11 @@ def test_polled_device_request_completes_without_a_stream_wait(monkeypatch):
 def test_device_results_are_copied_by_the_framework(monkeypatch):
     _FakeLibrary(monkeypatch)
     hooks = _FakeHooks()
-    got = _core.output_of(ctypes.c_void_p(17), hvd._new_tensor, device=_device(hooks))
+    got = _core.output_of(ctypes.c_void_p(17), tensors.new_tensor, device=_device(hooks))
     assert got == "device copy"
     assert hooks.calls == [("copy_result", _capi.DTYPE_FLOAT32, (5, 3), 0x7f0000003000, 1)]
     with pytest.raises(tutti.InternalError):
-        _core.output_of(ctypes.c_void_p(17), hvd._new_tensor)  # a device result, host request
+        _core.output_of(ctypes.c_void_p(17), tensors.new_tensor)  # a device result, host request
 
 
 # ---- real jobs on CUDA tensors ------------------------------------------------------------------

@@ -94,7 +94,8 @@ int MembersOnlyAdd() {
 }
 
 // S={0,2}: members allreduce, rank 0 leaves "orphan" pending, everyone removes S; then S's
-// requests fail on members, and adding {0,2} again gives a new id. Prints "removed <id>",
+// requests fail on members, and adding {0,2} again gives a new id; every rank removes each set,
+// the members first and then, for the re-added set, the non-members first. Prints "removed <id>",
 // "orphan <status> <message>", "after <status> <message>", "readded <id>".
 int Remove() {
   int32_t s_ranks[] = {0, 2}, s = -1;
@@ -113,10 +114,11 @@ int Remove() {
     tutti_status_t status = tutti_allreduce(rt, "x", s, &t.desc, &t.desc, nullptr, &request);
     Say("nonmember %d %s", status, tutti_last_error());
   }
-  // A non-member's remove races with the members': once they removed the set, it is gone here
-  // too and the call says so.
-  tutti_status_t removal = tutti_process_set_remove(rt, s, 0);
-  if (!(removal == TUTTI_ERR_UNKNOWN_SET && !member)) Check("remove S", removal);
+  // Every rank removes S, as Horovod's contract has them do. Here the members are first: a
+  // non-member's removal after theirs still succeeds.
+  if (member) Check("remove S", tutti_process_set_remove(rt, s, 0));
+  SumOnSet("members-removed", TUTTI_WORLD);
+  if (!member) Check("remove S after its members", tutti_process_set_remove(rt, s, 0));
   Say("removed %d", s);
   if (orphan) {
     tutti_status_t status = tutti_request_wait(orphan, -1);
@@ -133,6 +135,10 @@ int Remove() {
   Check("re-add S", tutti_process_set_add(rt, s_ranks, 2, 0, &again));
   Say("readded %d", again);
   if (member) SumOnSet("on-new-s", again);
+  // Now the non-members remove first, while the set is live: they do not wait for its members.
+  if (!member) Check("remove S' before its members", tutti_process_set_remove(rt, again, 0));
+  SumOnSet("nonmembers-removed", TUTTI_WORLD);
+  if (member) Check("remove S'", tutti_process_set_remove(rt, again, 0));
   SumOnSet("final", TUTTI_WORLD);
   return 0;
 }

@@ -220,7 +220,9 @@ TUTTI_API tutti_status_t tutti_process_set_add(tutti_runtime_t runtime, const in
                                                int32_t nranks, int64_t timeout_ms, int32_t* set_id);
 
 /* Removes a set; collective over its members, like add. Requests in flight on it fail with
- * TUTTI_ERR_SET_REMOVED; later ones with TUTTI_ERR_UNKNOWN_SET. The id is never reused. */
+ * TUTTI_ERR_SET_REMOVED; later ones with TUTTI_ERR_UNKNOWN_SET. The id is never reused.
+ * A non-member returns at once with TUTTI_OK, whether the members removed the set already or
+ * not (so every rank may call it, as Horovod's contract has them do). */
 TUTTI_API tutti_status_t tutti_process_set_remove(tutti_runtime_t runtime, int32_t set_id,
                                                   int64_t timeout_ms);
 

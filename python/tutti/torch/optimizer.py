@@ -1,157 +1,395 @@
 """DistributedOptimizer, as horovod.torch's: each gradient's allreduce starts from a hook as soon
-as backward produces it, and step() waits for them before updating the parameters."""
+as backward produces it, and step() waits for them before updating the parameters.
+
+Behaviour follows Horovod 0.28 (names, groups, sparse gradients, backward_passes_per_step, the
+warnings and errors scripts match on); op=hvd.Adasum wraps the optimizer in Horovod's Adasum
+scheme instead (a local step, then Adasum of the parameter deltas).
+"""
+import os
 import warnings
+from contextlib import contextmanager
 
 import torch
 
-import tutti.torch as hvd
+import tutti as _tutti
 from .compression import Compression
+from .ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async_,
+                  sparse_allreduce_async, synchronize)
+from .process_sets import global_process_set
+from .state import broadcast_object
+
+
+def is_distributed(optimizer):
+    """Whether `optimizer` is one DistributedOptimizer made (its step allreduces)."""
+    return isinstance(optimizer, (_DistributedOptimizer, _DistributedAdasumOptimizer)) or \
+        getattr(optimizer, "_tutti_distributed", False)
+
+
+def _named(optimizer, named_parameters):
+    """The (name, parameter) pairs, checked as Horovod checks them."""
+    if named_parameters is not None:
+        named_parameters = list(named_parameters)
+    else:
+        named_parameters = [(f"allreduce.noname.{i}.{j}", v)
+                            for i, group in enumerate(optimizer.param_groups)
+                            for j, v in enumerate(group["params"])]
+    if any(not isinstance(p, tuple) for p in named_parameters):
+        raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
+                         "usually produced by model.named_parameters().")
+    names = [k for k, _ in named_parameters]
+    dups = sorted({n for n in names if names.count(n) > 1})
+    if dups:
+        raise ValueError("Parameter names in named_parameters must be unique. Found "
+                         "duplicates: %s" % ", ".join(dups))
+    all_ids = {id(v) for group in optimizer.param_groups for v in group["params"]}
+    unnamed = all_ids - {id(v) for _, v in named_parameters}
+    if unnamed:
+        raise ValueError("named_parameters was specified, but one or more model parameters "
+                         "were not named. Python object ids: "
+                         "%s" % ", ".join(str(i) for i in unnamed))
+    return named_parameters
+
+
+def _split(items, parts):
+    """`items` in `parts` consecutive groups of nearly equal size."""
+    size, extra = divmod(len(items), parts)
+    out, at = [], 0
+    for i in range(parts):
+        n = size + (1 if i < extra else 0)
+        if n:
+            out.append(items[at:at + n])
+        at += n
+    return out
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
+    _tutti_distributed = True
+
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, process_set):
+                 gradient_predivide_factor, groups, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
         self._compression = compression
-        self._process_set = process_set
+        named_parameters = _named(self, named_parameters)
+        self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda x: x[0])}
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
-        if op != hvd.Average and gradient_predivide_factor != 1.0:
-            raise ValueError("gradient_predivide_factor applies to op=Average only")
-        all_params = [p for group in self.param_groups for p in group["params"]]
-        if named_parameters is not None:
-            named = list(named_parameters)
-            if any(not isinstance(n, tuple) or len(n) != 2 for n in named):
-                raise ValueError("named_parameters must be (name, parameter) pairs, as "
-                                 "model.named_parameters() yields")
-            if len({n for n, _ in named}) != len(named):
-                raise ValueError("named_parameters has duplicate names")
-            known = {id(p) for _, p in named}
-            missing = [p for p in all_params if id(p) not in known]
-            if missing:
-                raise ValueError(f"named_parameters lacks {len(missing)} of the optimizer's "
-                                 "parameters")
-            self._names = {id(p): name for name, p in named}
-        else:
-            self._names = {id(p): f"param.{i}" for i, p in enumerate(all_params)}
-        if groups is not None:
-            # Tensors released together fuse anyway (docs/fusion.md); explicit groups would only
-            # delay the first gradients until their whole group is ready.
-            warnings.warn("groups= is accepted for compatibility; tutti fuses gradients itself")
-        self.backward_passes_per_step = backward_passes_per_step
-        self._passes = {}
+        self.sparse_as_dense = sparse_as_dense
+        self.process_set = process_set
         self._handles = {}
-        self._grad_accumulators = []
+        self._grad_accs = []
+        self._requires_update = set()
         self._synchronized = False
         self._should_synchronize = True
-        self._register_hooks()
+        if groups is not None:
+            if not (isinstance(groups, list) or groups > 0):
+                raise ValueError("groups should be a non-negative integer or a list of list of "
+                                 "torch.Tensor.")
+            if isinstance(groups, list):
+                seen = set()
+                for group in groups:
+                    for p in group:
+                        if not isinstance(p, torch.Tensor):
+                            raise ValueError("groups must consist of torch.Tensor.")
+                        if id(p) in seen:
+                            raise ValueError("A parameter can only appear once in groups.")
+                        seen.add(id(p))
+        self._groups = groups
+        self._p_to_group = {}
+        self._group_counts = {}
+        if self.process_set.included() and (_tutti.size() > 1 or
+                                            os.environ.get("HOROVOD_ELASTIC") == "1"):
+            self._register_hooks()
+
+    def load_state_dict(self, *args, **kwargs):
+        self._handles = {}
+        self._synchronized = False
+        self._should_synchronize = True
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        super(self.__class__, self).load_state_dict(*args, **kwargs)
+
+    def set_backward_passes_per_step(self, passes):
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = passes
+
+    def _form_groups(self):
+        trainable = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
+        # Every member must form the same groups: take rank 0's parameter order.
+        order = broadcast_object([self._parameter_names.get(p) for p in trainable], root_rank=0,
+                                 process_set=self.process_set)
+        trainable.sort(key=lambda p: order.index(self._parameter_names.get(p)))
+        if isinstance(self._groups, list):
+            ids = {id(p) for p in trainable}
+            groups = [[p for p in g if id(p) in ids] for g in self._groups]
+            grouped = {id(p) for g in groups for p in g}
+            groups += [[p] for p in trainable if id(p) not in grouped]
+        else:
+            groups = _split(trainable, self._groups)
+        for group in (tuple(g) for g in groups if g):
+            for p in group:
+                self._p_to_group[p] = group
+            self._group_counts[group] = 0
 
     def _register_hooks(self):
+        if self._groups is not None:
+            self._form_groups()
         for group in self.param_groups:
             for p in group["params"]:
-                if not p.requires_grad:
-                    continue
-                self._passes[id(p)] = 0
-                # The gradient accumulator's hook runs once p.grad holds this pass's gradient.
-                p_tmp = p.expand_as(p)
-                accumulator = p_tmp.grad_fn.next_functions[0][0]
-                accumulator.register_hook(self._make_hook(p))
-                self._grad_accumulators.append(accumulator)
+                if p.requires_grad:
+                    self._requires_update.add(p)
+                    # The gradient accumulator's hook runs once p.grad holds this pass's sum.
+                    accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+                    accumulator.register_hook(self._make_hook(p))
+                    self._grad_accs.append(accumulator)
 
     def _allreduce_grad_async(self, p):
-        name = "allreduce." + self._names[id(p)]
-        tensor, ctx = self._compression.compress(p.grad)
-        if self.op == hvd.Average:
+        if p.grad is None:
+            # This rank computed no gradient for p (a branch not taken), others may have: it
+            # still takes part, with zeros.
+            p.grad = p.data.new(p.size()).zero_()
+        name = self._parameter_names.get(p)
+        tensor = p.grad
+        if tensor.is_sparse:
+            if not self.sparse_as_dense:
+                return sparse_allreduce_async(tensor, name=name, op=self.op,
+                                              process_set=self.process_set), None
+            tensor = tensor.to_dense()
+        compressed, ctx = self._compression.compress(tensor)
+        if self.op == Average:
             # The library divides by the set size for Average; split it as asked.
-            prescale, postscale = 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
+            prescale = 1.0 / self.gradient_predivide_factor
+            postscale = self.gradient_predivide_factor
         else:
-            prescale, postscale = 1.0, 1.0
-        handle = hvd.allreduce_async_(tensor, name=name, op=self.op, prescale_factor=prescale,
-                                      postscale_factor=postscale, process_set=self._process_set)
-        return handle, tensor, ctx
+            prescale = postscale = 1.0
+        handle = allreduce_async_(compressed, name=name, op=self.op, prescale_factor=prescale,
+                                  postscale_factor=postscale, process_set=self.process_set)
+        return handle, ctx
+
+    def _grouped_allreduce_grad_async(self, group):
+        name = self._parameter_names.get(group[0])
+        compressed, ctxs = zip(*[self._compression.compress(p.grad) for p in group])
+        handle = grouped_allreduce_async_(list(compressed), name=name, op=self.op,
+                                          process_set=self.process_set)
+        return handle, ctxs
 
     def _make_hook(self, p):
         def hook(*ignore):
-            if self._handles.get(id(p)) is not None:
-                # Its allreduce is already in flight: one backward pass too many before step().
-                raise AssertionError(
-                    "gradients were computed more than backward_passes_per_step times "
-                    "before step() or synchronize(); raise backward_passes_per_step")
-            self._passes[id(p)] += 1
-            handle = None
-            if self._passes[id(p)] == self.backward_passes_per_step:
-                handle = self._allreduce_grad_async(p)
-                self._passes[id(p)] = 0
-            self._handles[id(p)] = handle
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._allreduce_delay[p] <= 0:
+                    raise AssertionError(
+                        "Gradients were computed more than backward_passes_per_step times "
+                        "before call to step(). Increase backward_passes_per_step to "
+                        "accumulate gradients locally.")
+            assert not p.grad.requires_grad
+            assert self._allreduce_delay[p] > 0
+            handle, ctx = None, None
+            self._allreduce_delay[p] -= 1
+            if self._allreduce_delay[p] == 0:
+                if self._groups is not None:
+                    group = self._p_to_group[p]
+                    self._group_counts[group] += 1
+                    if self._group_counts[group] == len(group):
+                        self._handles[group] = self._grouped_allreduce_grad_async(group)
+                        for member in group:  # drop the placeholders of earlier hooks
+                            self._handles.pop(member, None)
+                        self._group_counts[group] = 0
+                        return
+                else:
+                    handle, ctx = self._allreduce_grad_async(p)
+            self._handles[p] = (handle, ctx)
         return hook
 
     def synchronize(self):
-        """Waits for every gradient's allreduce (starting those whose hook did not run)."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.requires_grad and p.grad is not None and id(p) not in self._handles:
-                    self._handles[id(p)] = self._allreduce_grad_async(p)
-        for key, entry in list(self._handles.items()):
-            if entry is None:
+        """Waits for every gradient's allreduce, starting those whose hook did not run."""
+        if not self.process_set.included():
+            self._synchronized = True
+            return
+        started = set()
+        for key in self._handles:
+            started.update(key) if isinstance(key, tuple) else started.add(key)
+        for p in self._requires_update - started:
+            self._handles[p] = self._allreduce_grad_async(p)
+        for p, (handle, ctx) in list(self._handles.items()):
+            if handle is None:
+                self._handles[p] = self._allreduce_grad_async(p)
+        for p, (handle, ctx) in self._handles.items():
+            if isinstance(p, tuple):
+                for member, output, member_ctx in zip(p, synchronize(handle), ctx):
+                    self._allreduce_delay[member] = self.backward_passes_per_step
+                    member.grad.set_(self._compression.decompress(output, member_ctx))
+                if self._groups is not None and self._group_counts[p] != 0:
+                    self._group_counts[p] = 0
                 continue
-            handle, tensor, ctx = entry
-            hvd.synchronize(handle)
-            p = self._param(key)
-            result = self._compression.decompress(tensor, ctx)
-            if result is not p.grad:
-                p.grad.copy_(result)
+            # A sparse allreduce's handle is a handle too (sparse_allreduce_async).
+            output = synchronize(handle)
+            self._allreduce_delay[p] = self.backward_passes_per_step
+            if self._groups is not None:
+                group = self._p_to_group[p]
+                if self._group_counts[group] != 0:
+                    self._group_counts[group] = 0
+            if p.grad.is_sparse:
+                aggregated = output if ctx is None else self._compression.decompress(output, ctx)
+                if not aggregated.is_sparse:
+                    aggregated = aggregated.to_sparse()  # sparse_as_dense: back to sparse
+                p.grad.zero_().add_(aggregated)
+            else:
+                p.grad.set_(self._compression.decompress(output, ctx))
         self._handles.clear()
         self._synchronized = True
 
-    def _param(self, key):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if id(p) == key:
-                    return p
-        raise KeyError(key)
-
+    @contextmanager
     def skip_synchronize(self):
         """For `with optimizer.skip_synchronize(): optimizer.step()` after an explicit
         synchronize() (gradient clipping)."""
-        optimizer = self
-
-        class _Skip:
-            def __enter__(self):
-                optimizer._should_synchronize = False
-
-            def __exit__(self, *exc):
-                optimizer._should_synchronize = True
-        return _Skip()
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
 
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called after optimizer.synchronize(); use "
-                              "`with optimizer.skip_synchronize():` around step()")
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(). This can cause training "
+                              "slowdown. You may want to consider using "
+                              "optimizer.skip_synchronize() context if you use "
+                              "optimizer.synchronize() in your code.")
             self.synchronize()
         self._synchronized = False
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
-        if any(h is not None for h in self._handles.values()):
-            raise AssertionError("optimizer.zero_grad() called while gradients are being "
-                                 "allreduced; call step() or synchronize() first")
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(). This is "
+                                 "prohibited as it can cause a race condition.")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+class _DistributedAdasumOptimizer(torch.optim.Optimizer):
+    """Horovod's Adasum optimizer: each parameter takes a local step as soon as its gradient is
+    ready; the step's delta is combined with Adasum and added to the parameter's start."""
+    _tutti_distributed = True
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        named_parameters = _named(self, named_parameters)
+        self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda x: x[0])}
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
+        self._handles = {}
+        self._grad_accs = []
+        self._requires_update = set()
+        self._starting_models = {p: torch.zeros_like(p, requires_grad=False)
+                                 for _, p in named_parameters}
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.requires_grad:
+                    p.grad = p.data.new(p.size()).zero_()
+                    self._requires_update.add(p)
+                    accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+                    accumulator.register_hook(self._make_hook(p))
+                    self._grad_accs.append(accumulator)
+
+    def set_backward_passes_per_step(self, passes):
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = passes
+
+    def _allreduce_grad_async(self, p):
+        # With start := current, step() computes current - lr f(g); its delta is -lr f(g). Step
+        # on p alone, from a zero start, and the parameter holds exactly the delta.
+        start = self._starting_models[p]
+        stashed = [group["params"] for group in self.param_groups]
+        for group in self.param_groups:
+            group["params"] = [p] if any(p is v for v in group["params"]) else []
+        start.data.copy_(p)
+        super(self.__class__, self).step()
+        p.data.sub_(start)
+        for group, params in zip(self.param_groups, stashed):
+            group["params"] = params
+        compressed, ctx = self._compression.compress(p)
+        return allreduce_async_(compressed.data, name=self._parameter_names.get(p),
+                                op=Adasum), ctx
+
+    def _make_hook(self, p):
+        def hook(*ignore):
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._allreduce_delay[p] <= 0:
+                    raise AssertionError(
+                        "Gradients were computed more than backward_passes_per_step times "
+                        "before call to step(). Increase backward_passes_per_step to "
+                        "accumulate gradients locally.")
+            assert not p.grad.requires_grad
+            assert self._allreduce_delay[p] > 0
+            handle, ctx = None, None
+            self._allreduce_delay[p] -= 1
+            if self._allreduce_delay[p] == 0:
+                handle, ctx = self._allreduce_grad_async(p)
+            self._handles[p] = (handle, ctx)
+        return hook
+
+    def synchronize(self):
+        pass
+
+    @contextmanager
+    def skip_synchronize(self):
+        raise AssertionError("Skipping synchronization is not supported when using Adasum "
+                             "optimizer.")
+        yield  # a generator, so that the context manager raises on entry
+
+    def step(self, closure=None):
+        loss = closure() if closure is not None else None
+        for p in self._requires_update - set(self._handles):
+            self._handles[p] = self._allreduce_grad_async(p)
+        for p, (handle, ctx) in list(self._handles.items()):
+            if not handle:  # step() before backward_passes_per_step passes: reduce now
+                handle, ctx = self._allreduce_grad_async(p)
+                self._handles[p] = (handle, ctx)
+            delta = self._compression.decompress(synchronize(handle), ctx)
+            start = self._starting_models[p]
+            start.data.add_(delta.data)
+            p.data.copy_(start)
+            self._allreduce_delay[p] = self.backward_passes_per_step
+        self._handles.clear()
+        return loss
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
+                                 "before optimizer.step() or optimizer.synchronize(). This is "
+                                 "prohibited as it can cause a race condition.")
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1, op=None, gradient_predivide_factor=1.0,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False,
-                         process_set=None):
-    """Wraps `optimizer` so that step() applies gradients averaged over `process_set` (default:
-    every rank). Arguments as horovod.torch.DistributedOptimizer; num_groups and sparse gradients
-    are not supported."""
-    if num_groups:
-        raise ValueError("num_groups is not supported by tutti; pass groups= lists or rely on "
-                         "fusion")
-    op = hvd.Average if op is None else op
-    process_set = hvd.global_process_set if process_set is None else process_set
+                         process_set=global_process_set):
+    """Wraps `optimizer` so that step() applies gradients reduced over `process_set` (default:
+    every rank). Arguments as horovod.torch.DistributedOptimizer."""
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("gradient_predivide_factor not supported with op != Average")
+    if num_groups != 0:
+        warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be removed "
+                      "in v0.23.0.", DeprecationWarning)
+        if groups is None:
+            groups = num_groups
+    if backward_passes_per_step <= 0:
+        raise ValueError("backward_passes_per_step must be > 0")
+    if op != Adasum or _tutti.size() == 1:
+        cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+                   dict(_DistributedOptimizer.__dict__))
+        return cls(optimizer.param_groups, named_parameters, compression,
+                   backward_passes_per_step, op, gradient_predivide_factor, groups,
+                   sparse_as_dense, process_set)
+    if process_set is not global_process_set and process_set != global_process_set:
+        raise NotImplementedError("Adasum does not support non-global process sets yet.")
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-               dict(_DistributedOptimizer.__dict__))
-    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op, gradient_predivide_factor, groups, process_set)
+               dict(_DistributedAdasumOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step)

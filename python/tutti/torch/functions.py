@@ -1,0 +1,253 @@
+"""The synchronous collectives of horovod.torch, differentiable as Horovod's are: each one whose
+input requires grad runs inside an autograd Function whose backward is Horovod's:
+
+- allreduce / grouped_allreduce: the gradient is allreduced with the same op and factors;
+- allgather / grouped_allgather: the gradient is averaged over the set, then each member keeps
+  the rows it contributed;
+- broadcast: the gradient is averaged over the set and kept by the root (zero elsewhere);
+- alltoall: the gradient goes back with an alltoall using the received splits;
+- reducescatter / grouped_reducescatter: the gradient (times the set size for Sum, times the
+  factors) is allgathered.
+"""
+import torch
+
+from .compression import Compression
+from .ops import (Average, Sum, allgather_async, allreduce_async, alltoall_async,
+                  broadcast_async, grouped_allgather_async, grouped_allreduce_async,
+                  grouped_reducescatter_async, reduce_op, reducescatter_async, synchronize)
+from .process_sets import global_process_set, members, position
+
+
+def _any_requires_grad(tensors):
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+# ---- allreduce ----------------------------------------------------------------------------------
+class _Allreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op, prescale, postscale, process_set):
+        ctx.args = (op, prescale, postscale, process_set)
+        return synchronize(allreduce_async(tensor, None, name, op, prescale, postscale,
+                                           process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        op, prescale, postscale, process_set = ctx.args
+        grad = allreduce(grad_output, op=op, prescale_factor=prescale,
+                         postscale_factor=postscale, process_set=process_set)
+        return grad, None, None, None, None, None
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces into a new tensor (the input is not modified); differentiable."""
+    op = reduce_op(op, average)
+    compressed, ctx = compression.compress(tensor)
+    if _any_requires_grad([compressed]):
+        result = _Allreduce.apply(compressed, name, op, prescale_factor, postscale_factor,
+                                  process_set)
+    else:
+        result = synchronize(allreduce_async(compressed, None, name, op, prescale_factor,
+                                             postscale_factor, process_set))
+    return compression.decompress(result, ctx)
+
+
+class _GroupedAllreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
+        ctx.args = (op, prescale, postscale, process_set)
+        return tuple(synchronize(grouped_allreduce_async(list(tensors), None, name, op, prescale,
+                                                         postscale, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        op, prescale, postscale, process_set = ctx.args
+        grads = grouped_allreduce(list(grad_output), op=op, prescale_factor=prescale,
+                                  postscale_factor=postscale, process_set=process_set)
+        return (None, None, None, None, None, *grads)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    op = reduce_op(op, average)
+    pairs = [compression.compress(t) for t in tensors]
+    compressed = [p[0] for p in pairs]
+    if _any_requires_grad(compressed):
+        results = _GroupedAllreduce.apply(name, op, prescale_factor, postscale_factor,
+                                          process_set, *compressed)
+    else:
+        results = synchronize(grouped_allreduce_async(compressed, None, name, op,
+                                                      prescale_factor, postscale_factor,
+                                                      process_set))
+    return [compression.decompress(r, p[1]) for r, p in zip(results, pairs)]
+
+
+# ---- allgather ----------------------------------------------------------------------------------
+def _rows(tensor):
+    return tensor.shape[0] if tensor.dim() > 0 else 1
+
+
+def _my_slice(grad, counts, process_set):
+    """The rows this member contributed, from a gradient of the gathered tensor."""
+    offset = int(sum(counts[:position(process_set)]))
+    return grad.narrow(0, offset, counts[position(process_set)])
+
+
+class _Allgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, process_set):
+        ctx.process_set, ctx.rows = process_set, _rows(tensor)
+        return synchronize(allgather_async(tensor, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allreduce(grad_output.contiguous(), op=Average, process_set=ctx.process_set)
+        counts = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64),
+                                             None, ctx.process_set)).tolist()
+        return _my_slice(grad, counts, ctx.process_set), None, None
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Concatenates every member's tensor along the first dimension; differentiable."""
+    if _any_requires_grad([tensor]):
+        return _Allgather.apply(tensor, name, process_set)
+    return synchronize(allgather_async(tensor, name, process_set))
+
+
+class _GroupedAllgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        ctx.process_set, ctx.rows = process_set, [_rows(t) for t in tensors]
+        return tuple(synchronize(grouped_allgather_async(list(tensors), name, process_set)))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        grads = grouped_allreduce([g.contiguous() for g in grad_output], op=Average,
+                                  process_set=ctx.process_set)
+        counts = synchronize(allgather_async(torch.tensor(ctx.rows, dtype=torch.int64),
+                                             None, ctx.process_set)).view(-1, len(ctx.rows))
+        sliced = [_my_slice(g, counts[:, i].tolist(), ctx.process_set)
+                  for i, g in enumerate(grads)]
+        return (None, None, *sliced)
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    if _any_requires_grad(tensors):
+        return list(_GroupedAllgather.apply(name, process_set, *tensors))
+    return synchronize(grouped_allgather_async(tensors, name, process_set))
+
+
+# ---- broadcast ----------------------------------------------------------------------------------
+class _Broadcast(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank, ctx.process_set = root_rank, process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        import tutti
+        grad = allreduce(grad_output.contiguous(), op=Average, process_set=ctx.process_set)
+        if tutti.rank() != ctx.root_rank:
+            grad = grad * 0
+        return grad, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """Returns `root_rank`'s tensor on every member (the input is not modified); differentiable."""
+    if _any_requires_grad([tensor]):
+        return _Broadcast.apply(tensor, root_rank, name, process_set)
+    return synchronize(broadcast_async(tensor, root_rank, name, process_set))
+
+
+# ---- alltoall -----------------------------------------------------------------------------------
+class _Alltoall(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.process_set, ctx.received = process_set, received
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, *unused):
+        grad, _ = synchronize(alltoall_async(grad_output.contiguous(), ctx.received, None,
+                                             ctx.process_set))
+        return grad, None, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Sends the i-th group of rows to the set's i-th member; returns the received rows and,
+    when `splits` is given, how many rows came from each member. Differentiable."""
+    if _any_requires_grad([tensor]):
+        output, received = _Alltoall.apply(tensor, splits, name, process_set)
+    else:
+        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+    return output if splits is None else (output, received)
+
+
+# ---- reducescatter ------------------------------------------------------------------------------
+def _reducescatter_grad(grad, op, prescale, postscale, process_set):
+    if op == Sum:
+        grad = grad * len(members(process_set))
+    if prescale != 1.0:
+        grad = grad * prescale
+    if postscale != 1.0:
+        grad = grad * postscale
+    return grad.contiguous()
+
+
+class _Reducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op, process_set, prescale, postscale):
+        ctx.args = (op, prescale, postscale, process_set)
+        return synchronize(reducescatter_async(tensor, name, op, process_set, prescale,
+                                               postscale))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        op, prescale, postscale, process_set = ctx.args
+        grad = _reducescatter_grad(grad_output, op, prescale, postscale, process_set)
+        return allgather(grad, process_set=process_set), None, None, None, None, None
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
+                  process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces over the set and returns this member's share of rows; differentiable."""
+    compressed, ctx = compression.compress(tensor)
+    if _any_requires_grad([compressed]):
+        result = _Reducescatter.apply(compressed, name, op, process_set, prescale_factor,
+                                      postscale_factor)
+    else:
+        result = synchronize(reducescatter_async(compressed, name, op, process_set,
+                                                 prescale_factor, postscale_factor))
+    return compression.decompress(result, ctx)
+
+
+class _GroupedReducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, process_set, prescale, postscale, *tensors):
+        ctx.args = (op, prescale, postscale, process_set)
+        return tuple(synchronize(grouped_reducescatter_async(list(tensors), name, op,
+                                                             process_set, prescale, postscale)))
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        op, prescale, postscale, process_set = ctx.args
+        grads = [_reducescatter_grad(g, op, prescale, postscale, process_set)
+                 for g in grad_output]
+        return (None, None, None, None, None, *grouped_allgather(grads, process_set=process_set))
+
+
+def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0):
+    pairs = [compression.compress(t) for t in tensors]
+    compressed = [p[0] for p in pairs]
+    if _any_requires_grad(compressed):
+        results = _GroupedReducescatter.apply(name, op, process_set, prescale_factor,
+                                              postscale_factor, *compressed)
+    else:
+        results = synchronize(grouped_reducescatter_async(compressed, name, op, process_set,
+                                                          prescale_factor, postscale_factor))
+    return [compression.decompress(r, p[1]) for r, p in zip(results, pairs)]

@@ -1,0 +1,294 @@
+"""horovod.torch's asynchronous collectives and their handles (integers, as Horovod's): each
+submits one tutti request, or a few for the composite ones (grouped reducescatter, sparse
+allreduce, Adasum), and synchronize(handle) returns what Horovod's returns.
+
+Errors: a call the caller got wrong raises a ValueError subclass at submission; a collective
+that fails raises a HorovodInternalError subclass from synchronize() (tutti.errors).
+"""
+import itertools
+import warnings
+
+import torch
+
+import tutti as _tutti
+from tutti import _capi
+from tutti.errors import InvalidArgumentError, UnsupportedError
+
+from . import adasum as _adasum
+from .process_sets import global_process_set, set_id
+from .tensors import buffer, contiguous, new_tensor
+
+# Horovod's op constants. Adasum is tutti.torch's own (over point-to-point, tutti/torch/adasum.py)
+# and never reaches the library.
+Average, Sum, Min, Max, Product = (_capi.OP_AVERAGE, _capi.OP_SUM, _capi.OP_MIN, _capi.OP_MAX,
+                                   _capi.OP_PRODUCT)
+Adasum = 6
+_OPS = {Average: "Average", Sum: "Sum", Min: "Min", Max: "Max", Product: "Product",
+        Adasum: "Adasum"}
+
+
+# ---- handles ------------------------------------------------------------------------------------
+class _Pending:
+    """What a handle stands for: `wait()` returns the result, `poll()` says whether it is done."""
+
+    __slots__ = ("wait", "poll")
+
+    def __init__(self, wait, poll):
+        self.wait, self.poll = wait, poll
+
+
+_handles = {}
+_handle_ids = itertools.count(1)  # next() is atomic: threads may submit concurrently
+
+
+def _register(request, finish=None):
+    """A handle for one tutti request; `finish(result)` maps its result to what synchronize
+    returns."""
+    def wait():
+        result = request.wait()
+        return finish(result) if finish else result
+    return _register_pending(_Pending(wait, request.poll))
+
+
+def _register_pending(pending):
+    key = next(_handle_ids)
+    _handles[key] = pending
+    return key
+
+
+def clear_handles():
+    _handles.clear()
+
+
+def poll(handle):
+    """True once the operation behind `handle` completed (synchronize then returns at once)."""
+    pending = _handles.get(handle)
+    if pending is None:
+        raise InvalidArgumentError(f"Handle {handle} was not created or has been cleared.")
+    return pending.poll()
+
+
+def synchronize(handle):
+    """Waits for `handle` and returns its result, raising its error (a HorovodInternalError).
+    An unknown handle returns None, as in Horovod."""
+    pending = _handles.pop(handle, None)
+    if pending is None:
+        return None
+    return pending.wait()
+
+
+# ---- reduce ops ---------------------------------------------------------------------------------
+def reduce_op(op, average):
+    """Horovod's rules for the deprecated `average` and the default op (Average)."""
+    if op is not None and average is not None:
+        raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+    if average is not None:
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+                      DeprecationWarning)
+        return Average if average else Sum
+    if op is None:
+        return Average
+    if op not in _OPS:
+        raise InvalidArgumentError(f"unknown reduce op {op!r}: use one of "
+                                   f"{', '.join('hvd.' + n for n in _OPS.values())}")
+    return op
+
+
+def _allreduce(source, output, name, op, prescale, postscale, process_set, priority=0):
+    """One allreduce of `source` into `output`; returns the request."""
+    if op == Adasum:
+        return _adasum.allreduce(source, output, name, prescale, postscale, process_set)
+    return _tutti._rt().allreduce(buffer(source), buffer(output), name, set_id(process_set), op,
+                                  prescale, postscale, priority)
+
+
+# ---- allreduce ----------------------------------------------------------------------------------
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set):
+    """Reduces into a new tensor; returns a handle."""
+    op = reduce_op(op, average)
+    source = contiguous(tensor.detach())
+    output = torch.empty_like(source)
+    request = _allreduce(source, output, name, op, prescale_factor, postscale_factor, process_set)
+    return _register(request, lambda _: output)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set, priority=0):
+    """Reduces `tensor` in place; returns a handle (synchronize returns `tensor`)."""
+    op = reduce_op(op, average)
+    work = contiguous(tensor)
+    request = _allreduce(work, work, name, op, prescale_factor, postscale_factor, process_set,
+                         priority)
+    return _register(request, lambda _: tensor if work is tensor else tensor.copy_(work))
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+def _grouped_allreduce(sources, outputs, name, op, prescale, postscale, process_set):
+    if op == Adasum:
+        requests = [_adasum.allreduce(s, o, None if name is None else f"{name}.{i}", prescale,
+                                      postscale, process_set)
+                    for i, (s, o) in enumerate(zip(sources, outputs))]
+        return _adasum.Group(requests)
+    return _tutti._rt().grouped_allreduce([buffer(s) for s in sources],
+                                          [buffer(o) for o in outputs], name,
+                                          set_id(process_set), op, prescale, postscale)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    op = reduce_op(op, average)
+    sources = [contiguous(t.detach()) for t in tensors]
+    outputs = [torch.empty_like(s) for s in sources]
+    request = _grouped_allreduce(sources, outputs, name, op, prescale_factor, postscale_factor,
+                                 process_set)
+    return _register(request, lambda _: outputs)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set):
+    op = reduce_op(op, average)
+    works = [contiguous(t) for t in tensors]
+    request = _grouped_allreduce(works, works, name, op, prescale_factor, postscale_factor,
+                                 process_set)
+
+    def finish(_):
+        for t, w in zip(tensors, works):
+            if w is not t:
+                t.copy_(w)
+        return list(tensors)
+    return _register(request, finish)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Allreduce of a sparse COO tensor as Horovod does it: its indices and values are
+    allgathered (duplicate indices add up when the result is used); Average divides the values
+    by the set size. synchronize returns the sparse result."""
+    if op not in (Average, Sum):
+        raise InvalidArgumentError(f"sparse_allreduce_async supports hvd.Average and hvd.Sum, "
+                                   f"not hvd.{_OPS.get(op, op)}")
+    # Allgather concatenates rows: gather the indices transposed (one row per nonzero).
+    indices = allgather_async(tensor._indices().transpose(0, 1).contiguous(),
+                              name=f"{name}.indices", process_set=process_set)
+    values = allgather_async(tensor._values(), name=f"{name}.values", process_set=process_set)
+    size = len(_tutti.process_set_ranks(set_id(process_set)))
+
+    def wait():
+        gathered_values = synchronize(values)
+        gathered_indices = synchronize(indices)
+        if op == Average:
+            gathered_values = gathered_values / size
+        return torch.sparse_coo_tensor(gathered_indices.transpose(0, 1), gathered_values,
+                                       tensor.size())
+    return _register_pending(_Pending(wait, lambda: poll(values) and poll(indices)))
+
+
+# ---- allgather, broadcast, alltoall, reducescatter ----------------------------------------------
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    return _register(_tutti._rt().allgather(buffer(contiguous(tensor.detach())), new_tensor,
+                                            name, set_id(process_set)))
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    return _register(_tutti._rt().grouped_allgather(
+        [buffer(contiguous(t.detach())) for t in tensors], new_tensor, name,
+        set_id(process_set)))
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    output = contiguous(tensor.detach()).clone()
+    request = _tutti._rt().broadcast(buffer(output), root_rank, name, set_id(process_set))
+    return _register(request, lambda _: output)
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    work = contiguous(tensor)
+    request = _tutti._rt().broadcast(buffer(work), root_rank, name, set_id(process_set))
+    return _register(request, lambda _: tensor if work is tensor else tensor.copy_(work))
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """synchronize returns (received rows, rows received from each member), as Horovod 0.28."""
+    if isinstance(splits, torch.Tensor):
+        splits = splits.tolist()  # one copy from the device, not one per element
+    split_list = None if splits is None else [int(s) for s in splits]
+    request = _tutti._rt().alltoall(buffer(contiguous(tensor.detach())), new_tensor, split_list,
+                                    name, set_id(process_set))
+
+    def finish(result):
+        output, received = result
+        return output, torch.tensor(received, dtype=torch.int32)
+    return _register(request, finish)
+
+
+def _reducescatter_op(op):
+    if op == Adasum:
+        raise UnsupportedError("reducescatter does not support Adasum: use hvd.Average or "
+                               "hvd.Sum")
+    if op not in (Average, Sum):
+        raise InvalidArgumentError(f"reducescatter supports hvd.Average and hvd.Sum, not "
+                                   f"hvd.{_OPS.get(op, op)}")
+    return op
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    op = _reducescatter_op(op)
+    return _register(_tutti._rt().reducescatter(buffer(contiguous(tensor.detach())), new_tensor,
+                                                name, set_id(process_set), op, prescale_factor,
+                                                postscale_factor))
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
+                                prescale_factor=1.0, postscale_factor=1.0):
+    """One reducescatter per tensor, submitted together (tutti fuses what fits); synchronize
+    returns the list of results."""
+    op = _reducescatter_op(op)
+    rt, sid = _tutti._rt(), set_id(process_set)
+    requests = [rt.reducescatter(buffer(contiguous(t.detach())), new_tensor,
+                                 None if name is None else f"{name}.{i}", sid, op,
+                                 prescale_factor, postscale_factor)
+                for i, t in enumerate(tensors)]
+    return _register_pending(_Pending(lambda: [r.wait() for r in requests],
+                                      lambda: all(r.poll() for r in requests)))
+
+
+def barrier(process_set=global_process_set):
+    _tutti.barrier(set_id(process_set))
+
+
+def join(device=-1, process_set=global_process_set):
+    """This rank has no more data: it stands in (with neutral contributions from host memory,
+    which device members accept) for the set's collectives until every member joined. Returns
+    the global rank that joined last. `device` >= 0 must name a usable CUDA device."""
+    if not isinstance(device, int) or isinstance(device, bool):
+        raise InvalidArgumentError(f"device must be an int, not {type(device).__name__}")
+    if device >= 0:
+        _tutti.device_check("cuda", device)
+    return _tutti.join(set_id(process_set))
+
+
+# ---- point to point (tutti's own, for pipelines) ------------------------------------------------
+def send(tensor, dst, tag=0, process_set=global_process_set):
+    _tutti._rt().send(buffer(contiguous(tensor)), dst, tag, set_id(process_set)).wait()
+
+
+def recv(tensor, src, tag=0, process_set=global_process_set):
+    """Receives into `tensor` (contiguous, exactly the sent size) and returns it."""
+    _tutti._rt().recv(buffer(tensor), src, tag, set_id(process_set)).wait()
+    return tensor
