@@ -23,7 +23,7 @@ from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, Device
                      SetRemovedError, ShutDownError, StalledError, TimeoutError, TuttiError,
                      UnknownSetError, UnsupportedError, VersionMismatchError)
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)
