@@ -66,9 +66,19 @@ Status CheckSubmission(const CollectiveArgs& args, int32_t self, const std::vect
   if (reduces) {
     if (!IsValidReduceOp(args.reduce_op))
       return invalid("unknown reduce op " + std::to_string(args.reduce_op));
-    if (!IsFloating(dtype) && (args.prescale != 1.0 || args.postscale != 1.0))
-      return invalid(std::string("prescale and postscale factors apply to floating types only, "
-                                 "not ") + DTypeName(args.input.dtype));
+    // bool is logic (sum and max "or", min and product "and"): a mean or a scaled truth value
+    // has no meaning, and Horovod refuses them too. Integers scale as Horovod does (kernels).
+    if (dtype == DType::kBool && args.reduce_op == static_cast<int32_t>(ReduceOp::kAverage))
+      return invalid("average is not defined for bool tensors; use sum (logical or) or min "
+                     "(logical and)");
+    if (dtype == DType::kBool && (args.prescale != 1.0 || args.postscale != 1.0))
+      return invalid("prescale and postscale factors other than 1 do not apply to bool tensors");
+    // NCCL reduces no 16-bit integers. Refused here, on every path, rather than reduced
+    // differently depending on which path tuttid picks for the set.
+    if (dtype == DType::kInt16 && args.input.device_type == kDeviceTypeCuda)
+      return Status(Code::kUnsupported,
+                    label + ": int16 reductions of device tensors are not supported (NCCL has no "
+                            "16-bit integer type); reduce a host copy, or the tensor as int32");
     op->spec.set_reduce_op(args.reduce_op);
     op->spec.set_prescale(args.prescale);
     op->spec.set_postscale(args.postscale);

@@ -2,7 +2,7 @@
 
 namespace tutti {
 
-bool IsValidDType(int32_t value) { return value >= 1 && value <= 8; }
+bool IsValidDType(int32_t value) { return value >= 1 && value <= 10; }
 bool IsValidReduceOp(int32_t value) { return value >= 1 && value <= 5; }
 
 bool IsFloating(DType dtype) {
@@ -21,6 +21,7 @@ size_t ElementSize(DType dtype) {
   switch (dtype) {
     case DType::kFloat16:
     case DType::kBFloat16:
+    case DType::kInt16:
       return 2;
     case DType::kFloat32:
     case DType::kInt32:
@@ -30,6 +31,7 @@ size_t ElementSize(DType dtype) {
       return 8;
     case DType::kInt8:
     case DType::kUInt8:
+    case DType::kBool:
       return 1;
   }
   return 0;
@@ -45,6 +47,8 @@ const char* DTypeName(int32_t dtype) {
     case DType::kUInt8: return "uint8";
     case DType::kInt32: return "int32";
     case DType::kInt64: return "int64";
+    case DType::kInt16: return "int16";
+    case DType::kBool: return "bool";
   }
   return "unknown-dtype";
 }

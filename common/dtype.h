@@ -16,6 +16,8 @@ enum class DType : int32_t {
   kUInt8 = 6,
   kInt32 = 7,
   kInt64 = 8,
+  kInt16 = 9,
+  kBool = 10,  // one byte: 0 is false, anything else true; reductions write 0 or 1
 };
 
 enum class ReduceOp : int32_t {

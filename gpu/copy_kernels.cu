@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 
 #include "common/dtype.h"
@@ -21,12 +22,45 @@ struct Batch {
   int64_t divisor;
 };
 
+// A bool element: a byte read as a byte (reading 2 through a C++ bool would be undefined).
+struct BoolByte {
+  unsigned char value;
+};
+
+// An integer type's range as host-evaluated constants that device code may read (calling the
+// host's std::numeric_limits from device code is not allowed).
+template <typename T>
+struct Range {
+  static constexpr T kMin = std::numeric_limits<T>::min();
+  static constexpr T kMax = std::numeric_limits<T>::max();
+  static constexpr double kLow = static_cast<double>(kMin);  // 0 or -2^k: exact
+  static constexpr double kPastHigh = (static_cast<double>(kMax / 2) + 1) * 2;  // 2^k: exact
+};
+
 // Per-dtype element transform; the identity transform takes the vectorised path instead.
+// Integers: the average's division (truncating, -1 wrapping as on the CPU), then the scale in
+// double cast back as Horovod does, saturating at T's limits and 0 for NaN like the CPU kernels
+// (client/kernels/reduce_loops.h ScaleInteger), spelled out rather than left to the conversion.
 template <typename T>
 struct Transform {
   __device__ static T Apply(T x, double scale, int64_t divisor) {
-    if (divisor == -1) return static_cast<T>(0 - static_cast<unsigned long long>(x));
-    return static_cast<T>(static_cast<int64_t>(x) / divisor);  // integers: average only
+    if (divisor == -1)
+      x = static_cast<T>(0 - static_cast<unsigned long long>(x));
+    else if (divisor != 1)
+      x = static_cast<T>(static_cast<int64_t>(x) / divisor);
+    if (scale == 1.0) return x;
+    const double y = static_cast<double>(x) * scale;
+    if (y != y) return T(0);
+    if (y >= Range<T>::kPastHigh) return Range<T>::kMax;
+    if (y <= Range<T>::kLow) return Range<T>::kMin;
+    return static_cast<T>(y);
+  }
+};
+// bool is never scaled or divided (submission refuses it); its only transform is normalize_bool.
+template <>
+struct Transform<BoolByte> {
+  __device__ static BoolByte Apply(BoolByte x, double, int64_t) {
+    return BoolByte{static_cast<unsigned char>(x.value != 0)};
   }
 };
 template <>
@@ -93,7 +127,8 @@ cudaError_t LaunchBatchedCopy(const CopySegment* segments, size_t count, int32_t
   if (!IsValidDType(dtype)) return cudaErrorInvalidValue;
   const auto type = static_cast<DType>(dtype);
   const size_t element = ElementSize(type);
-  const bool identity = IsFloating(type) ? transform.scale == 1.0 : transform.divisor == 1;
+  const bool identity = type == DType::kBool ? !transform.normalize_bool
+                                             : transform.scale == 1.0 && transform.divisor == 1;
   static Batch batch;  // 24 KiB: not on the caller's stack; launches copy it, one thread at a time
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
@@ -123,6 +158,8 @@ cudaError_t LaunchBatchedCopy(const CopySegment* segments, size_t count, int32_t
         case DType::kUInt8: LaunchScaled<uint8_t>(batch, grid, stream); break;
         case DType::kInt32: LaunchScaled<int32_t>(batch, grid, stream); break;
         case DType::kInt64: LaunchScaled<int64_t>(batch, grid, stream); break;
+        case DType::kInt16: LaunchScaled<int16_t>(batch, grid, stream); break;
+        case DType::kBool: LaunchScaled<BoolByte>(batch, grid, stream); break;
       }
     }
     const cudaError_t launched = cudaGetLastError();

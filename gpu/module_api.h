@@ -24,7 +24,7 @@
 namespace tutti::gpu {
 
 // Bumped whenever anything in this header changes shape.
-constexpr int kModuleApi = 1;
+constexpr int kModuleApi = 2;
 
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
@@ -45,11 +45,15 @@ struct CopySegment {
   size_t count;  // elements of the copy's dtype
 };
 
-// How a batched copy transforms each element: multiply floating types by `scale`; divide
-// integers by `divisor` (> 1: integer average, truncating like the CPU path).
+// How a batched copy transforms each element, as the CPU path does (client/kernels/reduce.h):
+// floating types are multiplied by `scale`; integers are divided by `divisor` (> 1: integer
+// average, truncating), then scaled in double and cast back (truncating, saturating); bool is
+// never scaled or divided, and `normalize_bool` writes 1 for every nonzero byte (the end of a
+// bool reduction: NCCL's max and min keep the winning byte as it was).
 struct CopyTransform {
   double scale = 1.0;
   int64_t divisor = 1;
+  bool normalize_bool = false;
 };
 
 // Chunks of a buffer, one per member in set order (byte offsets and sizes).

@@ -12,6 +12,9 @@
 namespace tutti::gpu {
 namespace {
 
+// NCCL has no bool and no 16-bit integer. bool reduces as bytes, its logic made of max and min
+// (NcclOp); int16 reductions are refused at submission (client/submission_checks.cc) and here
+// (Reducible). What does not reduce (broadcast, allgather, alltoall) moves as bytes anyway.
 ncclDataType_t NcclType(int32_t dtype) {
   switch (static_cast<DType>(dtype)) {
     case DType::kFloat16: return ncclFloat16;
@@ -22,13 +25,26 @@ ncclDataType_t NcclType(int32_t dtype) {
     case DType::kUInt8: return ncclUint8;
     case DType::kInt32: return ncclInt32;
     case DType::kInt64: return ncclInt64;
+    case DType::kBool: return ncclUint8;
+    case DType::kInt16: break;  // never reduced: Reducible()
   }
   return ncclUint8;
 }
 
+Status Reducible(int32_t dtype) {
+  if (static_cast<DType>(dtype) != DType::kInt16) return Status::Ok();
+  return Status(Code::kUnsupported, "NCCL cannot reduce int16 (it has no 16-bit integer type)");
+}
+
 // Average never reaches NCCL: client/ sums and folds the division into the copy out, exactly as
-// the CPU path does, so both paths give the same integer results.
-ncclRedOp_t NcclOp(int32_t op) {
+// the CPU path does, so both paths give the same integer results. bool: "or" (sum, max) is the
+// bytes' max and "and" (min, product) their min, for any nonzero bytes; the copy out makes the
+// result 0 or 1 (CopyTransform::normalize_bool).
+ncclRedOp_t NcclOp(int32_t dtype, int32_t op) {
+  if (static_cast<DType>(dtype) == DType::kBool) {
+    const auto logic = static_cast<ReduceOp>(op);
+    return logic == ReduceOp::kMin || logic == ReduceOp::kProduct ? ncclMin : ncclMax;
+  }
   switch (static_cast<ReduceOp>(op)) {
     case ReduceOp::kMin: return ncclMin;
     case ReduceOp::kMax: return ncclMax;
@@ -210,10 +226,11 @@ Status CudaSetDevice::Settle(ncclComm_t comm, const char* call) {
 
 Status CudaSetDevice::Allreduce(int32_t key, const void* send, void* receive, size_t count,
                                 int32_t dtype, int32_t op) {
+  TUTTI_RETURN_IF_ERROR(Reducible(dtype));
   ncclComm_t comm;
   TUTTI_RETURN_IF_ERROR(Comm(key, &comm));
   DeviceGuard guard(device_);
-  TUTTI_NCCL(ncclAllReduce(send, receive, count, NcclType(dtype), NcclOp(op), comm, stream_));
+  TUTTI_NCCL(ncclAllReduce(send, receive, count, NcclType(dtype), NcclOp(dtype, op), comm, stream_));
   return Settle(comm, "ncclAllReduce");
 }
 
@@ -249,13 +266,14 @@ Status CudaSetDevice::Allgather(int32_t key, void* buffer, const Chunks& chunks)
 
 Status CudaSetDevice::ReduceScatter(int32_t key, void* buffer, const Chunks& chunks, int32_t self,
                                     int32_t dtype, int32_t op) {
+  TUTTI_RETURN_IF_ERROR(Reducible(dtype));
   ncclComm_t comm;
   TUTTI_RETURN_IF_ERROR(Comm(key, &comm));
   DeviceGuard guard(device_);
   const size_t element = ElementSize(static_cast<DType>(dtype));
   if (EvenAndContiguous(chunks)) {
     TUTTI_NCCL(ncclReduceScatter(At(buffer, chunks.begin[0]), At(buffer, chunks.begin[self]),
-                                 chunks.size[0] / element, NcclType(dtype), NcclOp(op), comm,
+                                 chunks.size[0] / element, NcclType(dtype), NcclOp(dtype, op), comm,
                                  stream_));
     return Settle(comm, "ncclReduceScatter");
   }
@@ -264,7 +282,7 @@ Status CudaSetDevice::ReduceScatter(int32_t key, void* buffer, const Chunks& chu
   for (size_t j = 0; j < chunks.size.size(); ++j)
     if (chunks.size[j] > 0)
       ncclReduce(At(buffer, chunks.begin[j]), At(buffer, chunks.begin[j]), chunks.size[j] / element,
-                 NcclType(dtype), NcclOp(op), static_cast<int>(j), comm, stream_);
+                 NcclType(dtype), NcclOp(dtype, op), static_cast<int>(j), comm, stream_);
   TUTTI_NCCL(ncclGroupEnd());
   return Settle(comm, "ncclReduce (reducescatter of uneven chunks)");
 }

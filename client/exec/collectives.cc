@@ -31,6 +31,7 @@ Status Allocate(ResultBuffer* buffer, size_t bytes) {
 }
 
 void Finish(void* data, size_t count, DType dtype, ReduceOp op, double postscale, size_t n) {
+  if (dtype == DType::kBool) return NormalizeBool(data, count);
   if (op == ReduceOp::kAverage) {
     if (IsFloating(dtype))
       postscale /= static_cast<double>(n);

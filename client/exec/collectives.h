@@ -20,8 +20,9 @@ size_t RowBytes(const wire::TensorSpec& spec);
 ChunkLayout RowChunks(const std::vector<int64_t>& rows, size_t row_bytes);
 // Allocates a request's result; an error if the application's allocator has no memory.
 Status Allocate(ResultBuffer* buffer, size_t bytes);
-// Average divides by the set size; then the caller's postscale. Integers divide exactly once,
-// floating types fold the division into the one scaling pass.
+// Average divides by the set size; then the caller's postscale. Integers divide exactly once
+// (truncating) and are then scaled; floating types fold the division into the one scaling pass.
+// bool (no average, no scale) is made 0 or 1 (NormalizeBool).
 void Finish(void* data, size_t count, DType dtype, ReduceOp op, double postscale, size_t n);
 
 // The rows of a `rows`-row tensor that reducescatter leaves on member i: the first rows % n members

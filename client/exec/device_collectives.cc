@@ -17,25 +17,32 @@ const char* At(const void* base, size_t offset) { return static_cast<const char*
 
 gpu::Chunks ToChunks(const ChunkLayout& layout) { return gpu::Chunks{layout.begin, layout.size}; }
 
-// What the copy out applies: average and postscale, folded like the host path's Finish().
+// What the copy out applies: average and postscale, folded like the host path's Finish():
+// floating types fold the division into the scale, integers divide then scale, bool is made 0
+// or 1 (it has neither average nor scale).
 gpu::CopyTransform OutTransform(DType dtype, ReduceOp op, double postscale, size_t n) {
   gpu::CopyTransform transform;
-  if (IsFloating(dtype)) {
-    transform.scale = postscale;
-    if (op == ReduceOp::kAverage) transform.scale /= static_cast<double>(n);
-  } else if (op == ReduceOp::kAverage) {
-    transform.divisor = static_cast<int64_t>(n);
+  if (dtype == DType::kBool) {
+    transform.normalize_bool = true;
+    return transform;
+  }
+  transform.scale = postscale;
+  if (op == ReduceOp::kAverage) {
+    if (IsFloating(dtype))
+      transform.scale /= static_cast<double>(n);
+    else
+      transform.divisor = static_cast<int64_t>(n);
   }
   return transform;
 }
 
-bool IsIdentity(DType dtype, const gpu::CopyTransform& transform) {
-  return IsFloating(dtype) ? transform.scale == 1.0 : transform.divisor == 1;
+bool IsIdentity(const gpu::CopyTransform& transform) {
+  return transform.scale == 1.0 && transform.divisor == 1 && !transform.normalize_bool;
 }
 
-gpu::CopyTransform Prescale(DType dtype, double prescale) {
+gpu::CopyTransform Prescale(double prescale) {
   gpu::CopyTransform transform;
-  if (IsFloating(dtype)) transform.scale = prescale;
+  transform.scale = prescale;
   return transform;
 }
 
@@ -124,19 +131,19 @@ Status NcclAllreduce(gpu::SetDevice* device, int32_t group, const std::vector<Fu
   const auto dtype = static_cast<DType>(spec.dtype());
   const auto op = static_cast<ReduceOp>(spec.reduce_op());
   const size_t element = ElementSize(dtype);
-  const gpu::CopyTransform in = Prescale(dtype, spec.prescale());
+  const gpu::CopyTransform in = Prescale(spec.prescale());
   const gpu::CopyTransform out = OutTransform(dtype, op, spec.postscale(), n);
 
   if (parts.size() == 1) {  // no fusion buffer: NCCL reads the input and writes the output
     const auto& o = parts.front().request->operation();
     const void* source = o.input;
-    if (!IsIdentity(dtype, in)) {
+    if (!IsIdentity(in)) {
       TUTTI_RETURN_IF_ERROR(device->Copy({{o.input, o.output, o.count}}, spec.dtype(), in));
       source = o.output;
     }
     TUTTI_RETURN_IF_ERROR(
         device->Allreduce(group, source, o.output, o.count, spec.dtype(), spec.reduce_op()));
-    if (!IsIdentity(dtype, out))
+    if (!IsIdentity(out))
       TUTTI_RETURN_IF_ERROR(device->Copy({{o.output, o.output, o.count}}, spec.dtype(), out));
     return Status::Ok();
   }
@@ -240,7 +247,7 @@ Status NcclReducescatter(gpu::SetDevice* device, int32_t index, int32_t group,
     }
   }
   auto start = WallClock::now();
-  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, spec.dtype(), Prescale(dtype, spec.prescale())));
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, spec.dtype(), Prescale(spec.prescale())));
   TUTTI_RETURN_IF_ERROR(phases.End("COPY_IN", start));
   start = WallClock::now();
   TUTTI_RETURN_IF_ERROR(device->ReduceScatter(group, buffer, ToChunks(m.chunks),

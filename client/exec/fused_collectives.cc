@@ -40,13 +40,17 @@ Status FusedAllreduce(const RingArgs& ring, const std::vector<FusedPart>& parts,
   start = WallClock::now();
   const size_t n = ring.members->size();
   double postscale = first.postscale();
+  // As Finish() does: integers divide (truncating) before the postscale, floating types fold the
+  // division into it, bool is made 0 or 1. The fusion buffer is scratch, so the division and the
+  // normalisation run there and the copy out stays one pass.
   const bool divide_integers = op == ReduceOp::kAverage && !IsFloating(dtype);
   if (op == ReduceOp::kAverage && IsFloating(dtype)) postscale /= static_cast<double>(n);
+  if (divide_integers) DivideInPlace(buffer->data(), total, dtype, static_cast<int64_t>(n));
+  if (dtype == DType::kBool) NormalizeBool(buffer->data(), total);
   offset = 0;
   for (const auto& part : parts) {
     const auto& o = part.request->operation();
     ScaleCopy(o.output, buffer->data() + offset, o.count, dtype, postscale);
-    if (divide_integers) DivideInPlace(o.output, o.count, dtype, static_cast<int64_t>(n));
     offset += o.count * element;
   }
   observe("COPY_OUT", start);

@@ -60,7 +60,7 @@ void Scale(void* dst, const void* src, size_t n, DType dtype, double factor) {
     }
     default:
       if (!reduce_isa::ScalePlainWith(reduce_isa::Best(), dst, src, n, dtype, factor))
-        Die("only floating buffers can be scaled by a factor other than 1");
+        Die("bool buffers cannot be scaled by a factor other than 1");
   }
 }
 
@@ -118,6 +118,8 @@ void DivideInPlace(void* buf, size_t count, DType dtype, int64_t divisor) {
     case DType::kUInt8: return DivideInt<uint8_t>(buf, count, divisor);
     case DType::kInt32: return DivideInt<int32_t>(buf, count, divisor);
     case DType::kInt64: return DivideInt<int64_t>(buf, count, divisor);
+    case DType::kInt16: return DivideInt<int16_t>(buf, count, divisor);
+    case DType::kBool: Die("bool buffers have no average");
   }
   Die("invalid dtype");
 }
@@ -156,7 +158,14 @@ void FillIdentity(void* buf, size_t count, DType dtype, ReduceOp op) {
     case DType::kUInt8: return Fill<uint8_t>(buf, count, Identity<uint8_t>(op));
     case DType::kInt32: return Fill<int32_t>(buf, count, Identity<int32_t>(op));
     case DType::kInt64: return Fill<int64_t>(buf, count, Identity<int64_t>(op));
+    case DType::kInt16: return Fill<int16_t>(buf, count, Identity<int16_t>(op));
+    case DType::kBool:  // false for "or" (sum, max), true for "and" (min, product)
+      return Fill<uint8_t>(buf, count, op == ReduceOp::kMin || op == ReduceOp::kProduct ? 1 : 0);
   }
+}
+
+void NormalizeBool(void* buf, size_t count) {
+  Map<Plain<uint8_t>>(buf, buf, count, [](uint8_t x) { return static_cast<uint8_t>(x != 0); });
 }
 
 }  // namespace tutti

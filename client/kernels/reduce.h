@@ -4,11 +4,12 @@
 //
 // float16/bfloat16 elements are widened to float32, combined and rounded back (nearest even)
 // per element per call. Integer sum and product wrap around modulo 2^bits. Floating min/max
-// return NaN when either operand is NaN.
+// return NaN when either operand is NaN. bool is logic on bytes: any nonzero byte is true, sum
+// and max are "or", min and product "and", and combined bytes are 0 or 1.
 //
 // Preconditions, which the C API validates first, so that a violation here is a bug and aborts:
-// dtype and op are valid enum values, integer buffers are only scaled by exactly 1.0, and
-// divisors are nonzero.
+// dtype and op are valid enum values, bool buffers are only scaled by exactly 1.0 and never
+// divided, and divisors are nonzero.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +24,10 @@ namespace tutti {
 void ReduceInto(void* acc, const void* in, size_t count, DType dtype, ReduceOp op);
 
 // buf[i] *= factor. float16/bfloat16/float32 multiply by factor rounded to float32; float64
-// by factor itself. factor == 1.0 leaves the buffer untouched (any dtype).
+// by factor itself. Integers as Horovod scales them: (T)(x * factor) computed in double,
+// truncating toward zero; where C++ leaves the cast undefined, a product beyond T's range gives
+// T's limit and NaN gives 0 (as CUDA's conversions do). factor == 1.0 leaves the buffer untouched
+// (any dtype).
 void ScaleInPlace(void* buf, size_t count, DType dtype, double factor);
 
 // buf[i] /= divisor, truncating toward zero, for the integer dtypes' average (floating dtypes
@@ -31,9 +35,14 @@ void ScaleInPlace(void* buf, size_t count, DType dtype, double factor);
 void DivideInPlace(void* buf, size_t count, DType dtype, int64_t divisor);
 
 // Fills `count` elements with the identity of `op` (0 for sum and average, 1 for product, the
-// largest value for min and the lowest for max, infinities for floating types): what a member
-// that joined contributes.
+// largest value for min and the lowest for max, infinities for floating types; bool: false for
+// sum and max, true for min and product): what a member that joined contributes.
 void FillIdentity(void* buf, size_t count, DType dtype, ReduceOp op);
+
+// buf[i] = (buf[i] != 0) for a bool buffer. The end of every bool reduction, so that its result
+// is 0 or 1 also where no combine ran (a set of one rank) or where the combine kept a byte as it
+// was (NCCL's max and min on the GPU path).
+void NormalizeBool(void* buf, size_t count);
 
 // dst[i] = src[i] * factor with ScaleInPlace's rounding. With factor == 1.0 it is a plain copy
 // for every dtype. src may equal dst; otherwise the ranges must not overlap.

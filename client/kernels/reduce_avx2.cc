@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "client/kernels/half.h"
 #include "client/kernels/reduce_isa.h"

@@ -15,10 +15,11 @@ bool Available(Isa isa);
 // The widest this CPU runs.
 Isa Best();
 
-// acc[i] = acc[i] (op) in[i] for float32, float64 and the integer dtypes with `isa`'s kernels
-// (which must be available); false for other dtypes.
+// acc[i] = acc[i] (op) in[i] for float32, float64, the integer dtypes and bool with `isa`'s
+// kernels (which must be available); false for the 16-bit floats.
 bool ReducePlainWith(Isa isa, void* acc, const void* in, size_t count, DType dtype, ReduceOp op);
-// dst[i] = src[i] * factor for float32 and float64; false for other dtypes.
+// dst[i] = src[i] * factor for float32, float64 and the integer dtypes (in double, truncated
+// and saturated: reduce.h); false for the 16-bit floats and bool.
 bool ScalePlainWith(Isa isa, void* dst, const void* src, size_t n, DType dtype, double factor);
 
 namespace avx2 {

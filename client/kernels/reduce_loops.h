@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "client/kernels/half.h"
 #include "common/dtype.h"
@@ -29,6 +30,14 @@ struct Plain {
   using Storage = T;
   static T Load(T v) { return v; }
   static T Store(T v) { return v; }
+};
+
+// int16 sums and products in unsigned 32-bit arithmetic, stored back as their low 16 bits: plain
+// uint16_t operands would be promoted to (signed) int, where 65535 * 65535 overflows.
+struct WrappedUInt16 {
+  using Storage = uint16_t;
+  static uint32_t Load(uint16_t v) { return v; }
+  static uint16_t Store(uint32_t v) { return static_cast<uint16_t>(v); }
 };
 
 struct Half {
@@ -69,6 +78,30 @@ struct Max {
     return b != b ? b : r;
   }
 };
+
+// bool as logic on bytes: any nonzero byte is true, and the result is always 0 or 1, so that an
+// "and" of 2 and 1 is true (a bitwise and would make it false).
+struct Or {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return static_cast<uint8_t>((a != 0) | (b != 0)); }
+};
+
+struct And {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return static_cast<uint8_t>((a != 0) & (b != 0)); }
+};
+
+// An integer scaled as Horovod scales it, (T)(x * factor) in double, truncating toward zero. C++
+// leaves out-of-range and NaN conversions undefined; here they saturate to T's limits and give 0,
+// as CUDA's conversions do. gpu/copy_kernels.cu spells out the same rule.
+template <typename T>
+T ScaleInteger(T x, double factor) {
+  constexpr double kLow = static_cast<double>(std::numeric_limits<T>::min());  // 0 or -2^k: exact
+  constexpr double kPastHigh = (static_cast<double>(std::numeric_limits<T>::max() / 2) + 1) * 2;
+  const double y = static_cast<double>(x) * factor;
+  if (y != y) return T(0);
+  if (y >= kPastHigh) return std::numeric_limits<T>::max();
+  if (y <= kLow) return std::numeric_limits<T>::min();
+  return static_cast<T>(y);
+}
 
 // GCC 12+ vectorizes at -O2 only under the "very cheap" cost model, which refuses loops whose
 // trip count may leave a scalar remainder. Fixed-size inner blocks give it such loops at -O2;
@@ -136,6 +169,13 @@ void Map(void* dst, const void* src, size_t n, Fn fn) {
   MapLoop<C>(static_cast<S*>(dst), static_cast<const S*>(src), n, fn);
 }
 
+// Sum and max are "or"; min and product "and" (average is refused before it gets here, and
+// would be "or").
+void ReduceBool(void* acc, const void* in, size_t n, ReduceOp op) {
+  if (op == ReduceOp::kMin || op == ReduceOp::kProduct) return Combine<Plain<uint8_t>>(acc, in, n, And{});
+  Combine<Plain<uint8_t>>(acc, in, n, Or{});
+}
+
 // The plain (not 16-bit floating) dtypes. Returns false for the others.
 bool ReducePlain(void* acc, const void* in, size_t count, DType dtype, ReduceOp op) {
   switch (dtype) {
@@ -145,22 +185,36 @@ bool ReducePlain(void* acc, const void* in, size_t count, DType dtype, ReduceOp 
     case DType::kUInt8: ReduceTyped<Plain<uint8_t>, Plain<uint8_t>>(acc, in, count, op); return true;
     case DType::kInt32: ReduceTyped<Plain<uint32_t>, Plain<int32_t>>(acc, in, count, op); return true;
     case DType::kInt64: ReduceTyped<Plain<uint64_t>, Plain<int64_t>>(acc, in, count, op); return true;
+    case DType::kInt16: ReduceTyped<WrappedUInt16, Plain<int16_t>>(acc, in, count, op); return true;
+    case DType::kBool: ReduceBool(acc, in, count, op); return true;
     default: return false;
   }
 }
 
-// float32 and float64 scaling (float32 by the factor rounded to float32). False for the others.
+template <typename T>
+void ScaleIntegers(void* dst, const void* src, size_t n, double factor) {
+  Map<Plain<T>>(dst, src, n, [factor](T x) { return ScaleInteger(x, factor); });
+}
+
+// float32 and float64 scaling (float32 by the factor rounded to float32), and the integers'
+// (ScaleInteger). False for the others: the 16-bit floats and bool.
 bool ScalePlain(void* dst, const void* src, size_t n, DType dtype, double factor) {
-  if (dtype == DType::kFloat32) {
-    const float f32 = static_cast<float>(factor);
-    Map<Plain<float>>(dst, src, n, [f32](float x) { return x * f32; });
-    return true;
+  switch (dtype) {
+    case DType::kFloat32: {
+      const float f32 = static_cast<float>(factor);
+      Map<Plain<float>>(dst, src, n, [f32](float x) { return x * f32; });
+      return true;
+    }
+    case DType::kFloat64:
+      Map<Plain<double>>(dst, src, n, [factor](double x) { return x * factor; });
+      return true;
+    case DType::kInt8: ScaleIntegers<int8_t>(dst, src, n, factor); return true;
+    case DType::kUInt8: ScaleIntegers<uint8_t>(dst, src, n, factor); return true;
+    case DType::kInt16: ScaleIntegers<int16_t>(dst, src, n, factor); return true;
+    case DType::kInt32: ScaleIntegers<int32_t>(dst, src, n, factor); return true;
+    case DType::kInt64: ScaleIntegers<int64_t>(dst, src, n, factor); return true;
+    default: return false;
   }
-  if (dtype == DType::kFloat64) {
-    Map<Plain<double>>(dst, src, n, [factor](double x) { return x * factor; });
-    return true;
-  }
-  return false;
 }
 
 }  // namespace

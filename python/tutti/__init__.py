@@ -23,7 +23,7 @@ from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, Device
                      SetRemovedError, ShutDownError, StalledError, TimeoutError, TuttiError,
                      UnknownSetError, UnsupportedError, VersionMismatchError)
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)
@@ -33,7 +33,8 @@ _NUMPY_TO_TUTTI = {np.dtype(np.float16): _capi.DTYPE_FLOAT16,
                    np.dtype(np.float32): _capi.DTYPE_FLOAT32,
                    np.dtype(np.float64): _capi.DTYPE_FLOAT64,
                    np.dtype(np.int8): _capi.DTYPE_INT8, np.dtype(np.uint8): _capi.DTYPE_UINT8,
-                   np.dtype(np.int32): _capi.DTYPE_INT32, np.dtype(np.int64): _capi.DTYPE_INT64}
+                   np.dtype(np.int32): _capi.DTYPE_INT32, np.dtype(np.int64): _capi.DTYPE_INT64,
+                   np.dtype(np.int16): _capi.DTYPE_INT16, np.dtype(np.bool_): _capi.DTYPE_BOOL}
 _TUTTI_TO_NUMPY = {v: k for k, v in _NUMPY_TO_TUTTI.items()}
 
 _runtime = None

@@ -265,7 +265,8 @@ def received_splits(request):
 
 ELEMENT_SIZE = {_capi.DTYPE_FLOAT16: 2, _capi.DTYPE_BFLOAT16: 2, _capi.DTYPE_FLOAT32: 4,
                 _capi.DTYPE_FLOAT64: 8, _capi.DTYPE_INT8: 1, _capi.DTYPE_UINT8: 1,
-                _capi.DTYPE_INT32: 4, _capi.DTYPE_INT64: 8}
+                _capi.DTYPE_INT32: 4, _capi.DTYPE_INT64: 8, _capi.DTYPE_INT16: 2,
+                _capi.DTYPE_BOOL: 1}
 
 
 def _name(name):

@@ -80,9 +80,9 @@ TEST(CheckSubmission, UnknownDtypeIsRefused) {
   args.input.dtype = 0;
   EXPECT_TRUE(IsStatus(Check(args), Code::kInvalidArgument,
                        "allreduce: input tensor has unknown dtype 0"));
-  args.input.dtype = 9;
+  args.input.dtype = args.output.dtype = 11;  // one past TUTTI_DTYPE_BOOL
   EXPECT_TRUE(IsStatus(Check(args), Code::kInvalidArgument,
-                       "allreduce: input tensor has unknown dtype 9"));
+                       "allreduce: input tensor has unknown dtype 11"));
 }
 
 TEST(CheckSubmission, NegativeDimensionIsRefused) {
@@ -196,19 +196,107 @@ TEST(CheckSubmission, UnknownReduceOpIsRefused) {
   EXPECT_TRUE(IsStatus(Check(args), Code::kInvalidArgument, "reducescatter: unknown reduce op 0"));
 }
 
-TEST(CheckSubmission, ScaleFactorsOnAnIntegerTypeAreRefused) {
+// Integers are scaled as Horovod scales them (client/kernels/reduce.h); only bool refuses.
+TEST(CheckSubmission, ScaleFactorsOnIntegerTypesAreAcceptedIntoTheSpec) {
   CollectiveArgs args = Allreduce({4}, {4});
   args.input.dtype = args.output.dtype = kInt32;
+  args.prescale = 0.5;
+  args.postscale = 3.0;
+  Request::Operation op;
+  ASSERT_TRUE(IsOk(Check(args, &op)));
+  EXPECT_EQ(op.spec.prescale(), 0.5);
+  EXPECT_EQ(op.spec.postscale(), 3.0);
+  for (DType dtype : {DType::kUInt8, DType::kInt16, DType::kInt64}) {
+    args = Rows(wire::COLLECTIVE_REDUCESCATTER, {6});
+    args.input.dtype = static_cast<int32_t>(dtype);
+    args.postscale = 0.25;
+    ASSERT_TRUE(IsOk(Check(args, &op))) << DTypeName(args.input.dtype);
+    EXPECT_EQ(op.spec.postscale(), 0.25);
+  }
+}
+
+constexpr int32_t kBool = static_cast<int32_t>(DType::kBool);
+constexpr int32_t kInt16 = static_cast<int32_t>(DType::kInt16);
+
+TEST(CheckSubmission, BoolAverageIsRefusedByBothReducingCollectives) {
+  CollectiveArgs args = Allreduce({4}, {4});
+  args.name = "mask";
+  args.input.dtype = args.output.dtype = kBool;
+  args.reduce_op = static_cast<int32_t>(ReduceOp::kAverage);
+  EXPECT_TRUE(IsStatus(Check(args), Code::kInvalidArgument,
+                       "allreduce 'mask': average is not defined for bool tensors; use sum "
+                       "(logical or) or min (logical and)"));
+  args = Rows(wire::COLLECTIVE_REDUCESCATTER, {6});
+  args.input.dtype = kBool;
+  args.reduce_op = static_cast<int32_t>(ReduceOp::kAverage);
+  EXPECT_TRUE(IsStatus(Check(args), Code::kInvalidArgument,
+                       "reducescatter: average is not defined for bool tensors; use sum (logical "
+                       "or) or min (logical and)"));
+}
+
+TEST(CheckSubmission, BoolScaleFactorsOtherThanOneAreRefused) {
+  CollectiveArgs args = Allreduce({4}, {4});
+  args.input.dtype = args.output.dtype = kBool;
   args.prescale = 2.0;
   EXPECT_TRUE(IsStatus(Check(args), Code::kInvalidArgument,
-                       "allreduce: prescale and postscale factors apply to floating types only, "
-                       "not int32"));
+                       "allreduce: prescale and postscale factors other than 1 do not apply to "
+                       "bool tensors"));
   args = Rows(wire::COLLECTIVE_REDUCESCATTER, {6});
-  args.input.dtype = static_cast<int32_t>(DType::kUInt8);
+  args.input.dtype = kBool;
   args.postscale = 0.5;
   EXPECT_TRUE(IsStatus(Check(args), Code::kInvalidArgument,
-                       "reducescatter: prescale and postscale factors apply to floating types "
-                       "only, not uint8"));
+                       "reducescatter: prescale and postscale factors other than 1 do not apply "
+                       "to bool tensors"));
+}
+
+TEST(CheckSubmission, BoolSumMinMaxAndProductAreAcceptedAsOneByteElements) {
+  for (ReduceOp reduce : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+    CollectiveArgs args = Allreduce({2, 8}, {16});
+    args.input.dtype = args.output.dtype = kBool;
+    args.reduce_op = static_cast<int32_t>(reduce);
+    Request::Operation op;
+    ASSERT_TRUE(IsOk(Check(args, &op))) << ReduceOpName(args.reduce_op);
+    EXPECT_EQ(op.count, 16u);
+    EXPECT_EQ(op.spec.dtype(), kBool);
+  }
+  // Average on a collective that does not reduce means nothing and is not looked at.
+  CollectiveArgs gather = Rows(wire::COLLECTIVE_ALLGATHER, {6});
+  gather.input.dtype = kBool;
+  gather.reduce_op = static_cast<int32_t>(ReduceOp::kAverage);
+  EXPECT_TRUE(IsOk(Check(gather)));
+}
+
+// NCCL has no 16-bit integer: a device int16 reduction is refused whichever path tuttid would
+// pick; its broadcast, allgather and alltoall move bytes and are accepted, as are host int16
+// reductions and device bool reductions (NCCL's max and min on bytes).
+TEST(CheckSubmission, DeviceInt16ReductionsAreUnsupportedAndNameTheDtype) {
+  CollectiveArgs args = DeviceAllreduce(0);
+  args.name = "counts";
+  args.input.dtype = args.output.dtype = kInt16;
+  EXPECT_TRUE(IsStatus(Check(args), Code::kUnsupported,
+                       "allreduce 'counts': int16 reductions of device tensors are not supported "
+                       "(NCCL has no 16-bit integer type); reduce a host copy, or the tensor as "
+                       "int32"));
+  CollectiveArgs scatter = Rows(wire::COLLECTIVE_REDUCESCATTER, {6});
+  scatter.input.dtype = kInt16;
+  scatter.input.device_type = kDeviceTypeCuda;
+  EXPECT_TRUE(IsStatus(Check(scatter), Code::kUnsupported,
+                       "reducescatter: int16 reductions of device tensors are not supported (NCCL "
+                       "has no 16-bit integer type); reduce a host copy, or the tensor as int32"));
+  for (auto kind : {wire::COLLECTIVE_BROADCAST, wire::COLLECTIVE_ALLGATHER, wire::COLLECTIVE_ALLTOALL}) {
+    CollectiveArgs move = Rows(kind, {6});
+    move.root = kSelf;  // broadcast's root
+    move.input.dtype = kInt16;
+    move.input.device_type = kDeviceTypeCuda;
+    EXPECT_TRUE(IsOk(Check(move))) << wire::KindName(kind);
+  }
+  CollectiveArgs host = Allreduce({4}, {4});
+  host.input.dtype = host.output.dtype = kInt16;
+  EXPECT_TRUE(IsOk(Check(host)));
+  CollectiveArgs device_bool = DeviceAllreduce(0);
+  device_bool.input.dtype = device_bool.output.dtype = kBool;
+  device_bool.reduce_op = static_cast<int32_t>(ReduceOp::kMin);
+  EXPECT_TRUE(IsOk(Check(device_bool)));
 }
 
 TEST(CheckSubmission, ReduceOpAndScalesAreIgnoredByCollectivesThatDoNotReduce) {

@@ -1,9 +1,12 @@
 // The batched copy kernel alone (gpu/copy_kernels.cu): many segments in one launch, in place
 // and across buffers, with the transforms the fusion buffer folds in: scaling of floating types
-// (rounded like the host path) and the integer average's truncating division.
+// (rounded like the host path), the integer average's truncating division, integer scaling
+// (truncating and saturating like client/kernels/reduce.h) and the end of a bool reduction.
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -82,6 +85,50 @@ TEST(CopyKernel, ScalesFloatsAndDividesIntegersLikeTheHostPath) {
   offsets.clear();
   const auto bytes = RunSegments<uint8_t>({{255, 7}}, static_cast<int32_t>(DType::kUInt8), average, &offsets);
   EXPECT_EQ(bytes, (std::vector<uint8_t>{85, 2}));
+}
+
+// The host path's values (tests/unit/scale_test.cc checks the same rule on the CPU kernels).
+TEST(CopyKernel, ScalesIntegersAfterTheAverageTruncatingAndSaturating) {
+  SKIP_WITHOUT_GPU();
+  std::vector<size_t> offsets;
+  CopyTransform half;
+  half.scale = 0.5;
+  const int32_t big = std::numeric_limits<int32_t>::max();
+  EXPECT_EQ(RunSegments<int32_t>({{1, 2, 3}, {-3, big}}, static_cast<int32_t>(DType::kInt32), half, &offsets),
+            (std::vector<int32_t>{0, 1, 1, -1, big / 2}));
+  offsets.clear();
+  CopyTransform average_then_triple;
+  average_then_triple.divisor = 2;
+  average_then_triple.scale = 3;
+  EXPECT_EQ(RunSegments<int64_t>({{7, -7}}, static_cast<int32_t>(DType::kInt64), average_then_triple, &offsets),
+            (std::vector<int64_t>{9, -9}));  // (7 / 2) * 3, not 7 * 3 / 2
+  offsets.clear();
+  CopyTransform thousand;
+  thousand.scale = 1000;
+  EXPECT_EQ(RunSegments<int16_t>({{100, -100, 3}}, static_cast<int32_t>(DType::kInt16), thousand, &offsets),
+            (std::vector<int16_t>{32767, -32768, 3000}));
+  offsets.clear();
+  CopyTransform negate;
+  negate.scale = -1;
+  EXPECT_EQ(RunSegments<uint8_t>({{5, 0}}, static_cast<int32_t>(DType::kUInt8), negate, &offsets),
+            (std::vector<uint8_t>{0, 0}));
+  offsets.clear();
+  CopyTransform nan;
+  nan.scale = std::nan("");
+  EXPECT_EQ(RunSegments<int8_t>({{5, -5}}, static_cast<int32_t>(DType::kInt8), nan, &offsets),
+            (std::vector<int8_t>{0, 0}));
+}
+
+TEST(CopyKernel, BoolIsCopiedAsBytesAndNormalizedAtTheEndOfAReduction) {
+  SKIP_WITHOUT_GPU();
+  std::vector<size_t> offsets;
+  const int32_t dtype = static_cast<int32_t>(DType::kBool);
+  EXPECT_EQ(RunSegments<uint8_t>({{0, 1, 2, 255}}, dtype, {}, &offsets), (std::vector<uint8_t>{0, 1, 2, 255}));
+  offsets.clear();
+  CopyTransform normalize;
+  normalize.normalize_bool = true;
+  EXPECT_EQ(RunSegments<uint8_t>({{0, 1, 2}, {255, 0x80}}, dtype, normalize, &offsets),
+            (std::vector<uint8_t>{0, 1, 1, 1, 1}));
 }
 
 }  // namespace

@@ -78,6 +78,7 @@ const DtypeCase kDtypes[] = {
     {TUTTI_DTYPE_FLOAT32, "float32", 4}, {TUTTI_DTYPE_FLOAT64, "float64", 8},
     {TUTTI_DTYPE_INT8, "int8", 1},       {TUTTI_DTYPE_UINT8, "uint8", 1},
     {TUTTI_DTYPE_INT32, "int32", 4},     {TUTTI_DTYPE_INT64, "int64", 8},
+    {TUTTI_DTYPE_INT16, "int16", 2},     {TUTTI_DTYPE_BOOL, "bool", 1},
 };
 
 void Put(DeviceTensor& t, int32_t dtype, size_t i, double v) {
@@ -90,6 +91,8 @@ void Put(DeviceTensor& t, int32_t dtype, size_t i, double v) {
     case TUTTI_DTYPE_UINT8: t.as<uint8_t>()[i] = static_cast<uint8_t>(v); break;
     case TUTTI_DTYPE_INT32: t.as<int32_t>()[i] = static_cast<int32_t>(v); break;
     case TUTTI_DTYPE_INT64: t.as<int64_t>()[i] = static_cast<int64_t>(v); break;
+    case TUTTI_DTYPE_INT16: t.as<int16_t>()[i] = static_cast<int16_t>(v); break;
+    case TUTTI_DTYPE_BOOL: t.as<uint8_t>()[i] = static_cast<uint8_t>(v); break;  // any byte
   }
 }
 
@@ -103,6 +106,8 @@ double Get(DeviceTensor& t, int32_t dtype, size_t i) {
     case TUTTI_DTYPE_UINT8: return t.as<uint8_t>()[i];
     case TUTTI_DTYPE_INT32: return t.as<int32_t>()[i];
     case TUTTI_DTYPE_INT64: return t.as<int64_t>()[i];
+    case TUTTI_DTYPE_INT16: return t.as<int16_t>()[i];
+    case TUTTI_DTYPE_BOOL: return t.as<uint8_t>()[i];
   }
   return NAN;
 }
@@ -111,7 +116,9 @@ bool Floating(int32_t dtype) { return dtype <= TUTTI_DTYPE_FLOAT64; }
 
 // Every dtype and op through the NCCL path with one rank, fused: eight tensors of one dtype and
 // op are submitted together so they share the device fusion buffer (one copy launch each way),
-// with prescale and postscale folded into those copies for floating types.
+// with prescale and postscale folded into those copies (integers truncate after each). bool
+// bytes of 2..49 come back as 1 (NCCL max/min on bytes, normalised in the copy out) and its
+// average is refused; int16 reductions are refused, as NCCL has no 16-bit integer.
 TEST(Gpu, FusedAllreduceEveryDtypeAndOpThroughNccl) {
   SKIP_WITHOUT_GPU();
   Tuttid tuttid;
@@ -127,6 +134,9 @@ TEST(Gpu, FusedAllreduceEveryDtypeAndOpThroughNccl) {
       if (Floating(d.dtype)) {
         options.prescale_factor = 4.0;
         options.postscale_factor = 0.5;
+      } else if (d.dtype != TUTTI_DTYPE_BOOL) {
+        options.prescale_factor = 0.5;  // (T)(x * 0.5), then (T)(that * 2): x rounded down to even
+        options.postscale_factor = 2.0;
       }
       for (int k = 0; k < 8; ++k) {
         auto t = std::make_unique<DeviceTensor>(d.dtype, 1000 + 37 * k, d.size);
@@ -138,17 +148,34 @@ TEST(Gpu, FusedAllreduceEveryDtypeAndOpThroughNccl) {
       // A group is released whole, so its tensors always fuse (they fit the 1 MiB default).
       const std::string name = std::string("group.") + d.name + "." + std::to_string(op);
       tutti_request_t request;
-      ASSERT_EQ(tutti_grouped_allreduce(job[0], name.c_str(), TUTTI_WORLD, 8, descs.data(), descs.data(),
-                                        &options, &request), TUTTI_OK)
-          << LastError();
+      const tutti_status_t submitted = tutti_grouped_allreduce(
+          job[0], name.c_str(), TUTTI_WORLD, 8, descs.data(), descs.data(), &options, &request);
+      if (d.dtype == TUTTI_DTYPE_INT16) {
+        ASSERT_EQ(submitted, TUTTI_ERR_UNSUPPORTED);
+        EXPECT_EQ(LastError(), "allreduce '" + name + "[0]': int16 reductions of device tensors are not "
+                               "supported (NCCL has no 16-bit integer type); reduce a host copy, or "
+                               "the tensor as int32");
+        continue;
+      }
+      if (d.dtype == TUTTI_DTYPE_BOOL && op == TUTTI_OP_AVERAGE) {
+        ASSERT_EQ(submitted, TUTTI_ERR_INVALID_ARGUMENT);
+        continue;
+      }
+      ASSERT_EQ(submitted, TUTTI_OK) << LastError();
       ASSERT_EQ(tutti_request_wait(request, 60000), TUTTI_OK) << LastError();
       tutti_request_free(request);
-      const double factor = Floating(d.dtype) ? 2.0 : 1.0;  // 4 * 0.5; one rank: average = sum
+      // One rank: every op gives the input back, average included.
+      auto expected = [&](double x) {
+        if (Floating(d.dtype)) return 2.0 * x;  // 4 * 0.5
+        if (d.dtype == TUTTI_DTYPE_BOOL) return x != 0 ? 1.0 : 0.0;
+        return 2.0 * std::trunc(x * 0.5);
+      };
       for (int k = 0; k < 8; ++k) {
         auto& t = *tensors[k];
         t.Download();
         for (size_t i = 0; i < static_cast<size_t>(t.shape[0]); i += 97)
-          ASSERT_EQ(Get(t, d.dtype, i), factor * static_cast<double>((i + k) % 50)) << "tensor " << k << " [" << i << "]";
+          ASSERT_EQ(Get(t, d.dtype, i), expected(static_cast<double>((i + k) % 50)))
+              << "tensor " << k << " [" << i << "]";
       }
     }
   }

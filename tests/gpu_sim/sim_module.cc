@@ -41,10 +41,13 @@ class SimSetDevice final : public SetDevice {
   Status After(const Event&) override { return Status::Ok(); }
   Status Copy(const std::vector<CopySegment>& segments, int32_t dtype,
               const CopyTransform& transform) override {
+    // As the copy kernels (gpu/copy_kernels.cu) transform: integers divide before they scale.
     const auto type = static_cast<DType>(dtype);
     for (const auto& s : segments) {
-      ScaleCopy(s.destination, s.source, s.count, type, IsFloating(type) ? transform.scale : 1.0);
+      ScaleCopy(s.destination, s.source, s.count, type, 1.0);
       if (transform.divisor != 1) DivideInPlace(s.destination, s.count, type, transform.divisor);
+      ScaleInPlace(s.destination, s.count, type, transform.scale);
+      if (transform.normalize_bool) NormalizeBool(s.destination, s.count);
     }
     return Status::Ok();
   }

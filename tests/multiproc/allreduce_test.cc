@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -14,7 +15,8 @@
 namespace tutti::testing {
 namespace {
 
-// Every dtype x op, exact values, scale factors; then every rank must hold the same bits.
+// Every dtype x op, exact values, bool's refused average (the same status and message on every
+// rank), scale factors on floating and integer types; then every rank must hold the same bits.
 void RunMatrix(int size) {
   Tuttid tuttid;
   RankOptions options;
@@ -22,8 +24,13 @@ void RunMatrix(int size) {
   auto ranks = StartRanks(tuttid, "matrix", options);
   std::map<std::string, std::set<std::string>> hashes;  // dtype -> distinct hashes seen
   for (auto& rank : ranks) {
-    ASSERT_TRUE(rank->ReadUntil("matrix ok", In(240))) << rank->transcript();
+    auto refused = rank->ReadUntil("refused ", In(240));
+    ASSERT_TRUE(refused) << rank->transcript();
+    EXPECT_EQ(*refused, "-1 allreduce 'bool.average': average is not defined for bool tensors; use "
+                        "sum (logical or) or min (logical and)");
+    ASSERT_TRUE(rank->ReadUntil("matrix ok", In(60))) << rank->transcript();
     ASSERT_TRUE(rank->ReadUntil("scaled ok", In(60))) << rank->transcript();
+    ASSERT_TRUE(rank->ReadUntil("int scaled ok", In(60))) << rank->transcript();
     for (int i = 0; i < 4; ++i) {
       auto line = rank->ReadUntil("hash ", In(60));
       ASSERT_TRUE(line) << rank->transcript();
@@ -94,6 +101,38 @@ TEST(Allreduce, MismatchFailsOnEveryMemberWithOneMessageThenRecovers) {
       ASSERT_EQ(again.values[i], static_cast<float>(6 + 4 * i)) << "rank " << r << " element " << i;
   });
   for (int r = 0; r < 4; ++r) EXPECT_EQ(job.Finalize(r), TUTTI_OK) << "rank " << r;
+}
+
+// A set of one combines nothing, yet a bool reduction's result is 0 or 1 there too.
+TEST(Allreduce, BoolResultIsZeroOrOneEvenOnASetOfOne) {
+  Tuttid tuttid;
+  InProcessJob job(tuttid, 1);
+  std::vector<uint8_t> flags = {0, 2, 0x80, 1}, expected = {0, 1, 1, 1};
+  int64_t shape[] = {4};
+  tutti_tensor_t t = TUTTI_TENSOR_INIT;
+  t.data = flags.data();
+  t.dtype = TUTTI_DTYPE_BOOL;
+  t.ndim = 1;
+  t.shape = shape;
+  tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  options.reduce_op = TUTTI_OP_MIN;
+  tutti_request_t request = nullptr;
+  ASSERT_EQ(tutti_reducescatter(job[0], "rs", TUTTI_WORLD, &t, &options, &request), TUTTI_OK)
+      << tutti_last_error();
+  ASSERT_EQ(tutti_request_wait(request, kInProcessWaitMs), TUTTI_OK) << tutti_last_error();
+  tutti_tensor_t out = TUTTI_TENSOR_INIT;
+  ASSERT_EQ(tutti_request_output(request, &out), TUTTI_OK);
+  ASSERT_EQ(out.dtype, TUTTI_DTYPE_BOOL);
+  EXPECT_EQ(std::vector<uint8_t>(static_cast<const uint8_t*>(out.data),
+                                 static_cast<const uint8_t*>(out.data) + 4),
+            expected);
+  tutti_request_free(request);
+  ASSERT_EQ(tutti_allreduce(job[0], "ar", TUTTI_WORLD, &t, &t, nullptr, &request), TUTTI_OK)
+      << tutti_last_error();
+  ASSERT_EQ(tutti_request_wait(request, kInProcessWaitMs), TUTTI_OK) << tutti_last_error();
+  tutti_request_free(request);
+  EXPECT_EQ(flags, expected);
+  EXPECT_EQ(job.Finalize(0), TUTTI_OK);
 }
 
 }  // namespace

@@ -355,17 +355,22 @@ TEST(CApi, AllreduceArgumentErrors) {
   EXPECT_EQ(submit(&t.desc, &t.desc, &options), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "allreduce 'x': unknown reduce op 0");
 
-  std::vector<int32_t> ints(4);
+  // Integers take scale factors (as Horovod scales them); bool takes neither them nor average.
+  std::vector<uint8_t> flags(4);
   int64_t shape[] = {4};
-  tutti_tensor_t int_tensor = TUTTI_TENSOR_INIT;
-  int_tensor.data = ints.data();
-  int_tensor.dtype = TUTTI_DTYPE_INT32;
-  int_tensor.ndim = 1;
-  int_tensor.shape = shape;
+  tutti_tensor_t bool_tensor = TUTTI_TENSOR_INIT;
+  bool_tensor.data = flags.data();
+  bool_tensor.dtype = TUTTI_DTYPE_BOOL;
+  bool_tensor.ndim = 1;
+  bool_tensor.shape = shape;
   options = TUTTI_ALLREDUCE_OPTIONS_INIT;
   options.prescale_factor = 0.5;
-  EXPECT_EQ(submit(&int_tensor, &int_tensor, &options), TUTTI_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(LastError(), "allreduce 'x': prescale and postscale factors apply to floating types only, not int32");
+  EXPECT_EQ(submit(&bool_tensor, &bool_tensor, &options), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "allreduce 'x': prescale and postscale factors other than 1 do not apply to bool tensors");
+  options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  options.reduce_op = TUTTI_OP_AVERAGE;
+  EXPECT_EQ(submit(&bool_tensor, &bool_tensor, &options), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "allreduce 'x': average is not defined for bool tensors; use sum (logical or) or min (logical and)");
 
   // An options struct from an older caller (only struct_size and reduce_op) gets defaults.
   tutti_allreduce_options_t old = TUTTI_ALLREDUCE_OPTIONS_INIT;

@@ -29,7 +29,7 @@ def test_errors_map_to_exceptions_with_the_library_message():
             "UnknownSetError", f"process set 99 is unknown to rank {r} (add it on this rank first)"]
         assert errors["dtype"] == ["InvalidArgumentError", "array has dtype complex64, which tutti "
                                    "does not reduce; use one of float16, float32, float64, int8, "
-                                   "uint8, int32, int64"]
+                                   "uint8, int32, int64, int16, bool"]
         assert errors["root"] == ["InvalidArgumentError", "broadcast: root rank 7 is not a member "
                                   "of process set 0"]
         assert errors["not-initialized"] == ["InvalidArgumentError", "tutti is not initialized: "

@@ -1,7 +1,8 @@
 // ReduceInto and the reduction kernels (client/kernels/reduce.h, reduce_isa.h, reduce_narrow_simd.h)
 // against scalar references: every plain dtype and op on random data for each instruction set
-// this CPU has, the 16-bit formats through float32, hand-picked wrap-around, NaN and rounding
-// cases, and the SIMD 16-bit kernels on every bit pattern.
+// this CPU has, bool as "or" and "and" on any bytes, the 16-bit formats through float32,
+// hand-picked wrap-around, NaN and rounding cases, FillIdentity as every op's identity, and the
+// SIMD 16-bit kernels on every bit pattern.
 #include "client/kernels/reduce.h"
 #include "client/kernels/reduce_isa.h"
 #include "client/kernels/reduce_narrow_simd.h"
@@ -39,6 +40,7 @@ struct Elem {
                                   : std::is_same_v<T, double>  ? DType::kFloat64
                                   : std::is_same_v<T, int8_t>  ? DType::kInt8
                                   : std::is_same_v<T, uint8_t> ? DType::kUInt8
+                                  : std::is_same_v<T, int16_t> ? DType::kInt16
                                   : std::is_same_v<T, int32_t> ? DType::kInt32
                                                                : DType::kInt64;
 };
@@ -83,7 +85,7 @@ bool SameElement(T expected, T actual) {
 
 template <typename T>
 class ReduceTypedTest : public ::testing::Test {};
-using PlainTypes = ::testing::Types<float, double, int8_t, uint8_t, int32_t, int64_t>;
+using PlainTypes = ::testing::Types<float, double, int8_t, uint8_t, int16_t, int32_t, int64_t>;
 TYPED_TEST_SUITE(ReduceTypedTest, PlainTypes);
 
 // ReduceInto, and each instruction set's kernels this CPU can run (reduce_isa.h).
@@ -122,6 +124,92 @@ TYPED_TEST(ReduceTypedTest, MatchesScalarReference) {
       }
     }
   }
+}
+
+// bool on random bytes (mostly 0 and 1, also 2, 0x80, 0xff and others): sum and max are "or",
+// min and product "and", average combines like sum; every result byte is 0 or 1.
+TEST(ReduceBoolTest, OrAndAndOnAnyNonzeroByteGiveZeroOrOne) {
+  std::mt19937_64 rng(17);
+  auto byte = [&rng]() -> uint8_t {
+    switch (rng() % 6) {
+      case 0: case 1: return 0;
+      case 2: case 3: return 1;
+      default: return static_cast<uint8_t>(rng());
+    }
+  };
+  enum Kernel { kDispatched, kBaseline, kAvx2 };
+  for (Kernel kernel : {kDispatched, kBaseline, kAvx2}) {
+    if (kernel == kAvx2 && !reduce_isa::Available(reduce_isa::Isa::kAvx2)) continue;
+    for (ReduceOp op : kAllOps) {
+      const bool logical_and = op == ReduceOp::kMin || op == ReduceOp::kProduct;
+      for (size_t n : kLengths) {
+        std::vector<uint8_t> acc(n), in(n), expected(n);
+        for (size_t i = 0; i < n; ++i) {
+          acc[i] = byte();
+          in[i] = byte();
+          expected[i] = logical_and ? (acc[i] != 0 && in[i] != 0) : (acc[i] != 0 || in[i] != 0);
+        }
+        if (kernel == kDispatched)
+          ReduceInto(acc.data(), in.data(), n, DType::kBool, op);
+        else
+          ASSERT_TRUE(reduce_isa::ReducePlainWith(
+              kernel == kAvx2 ? reduce_isa::Isa::kAvx2 : reduce_isa::Isa::kBaseline, acc.data(),
+              in.data(), n, DType::kBool, op));
+        ASSERT_EQ(expected, acc) << "kernel " << kernel << " op " << static_cast<int>(op) << " n " << n;
+      }
+    }
+  }
+}
+
+TEST(ReduceBoolTest, AndOfTwoNonzeroBytesIsTrueThoughTheirBitsShareNone) {
+  uint8_t acc[] = {2, 0x80, 0, 1};
+  const uint8_t in[] = {1, 0x7f, 5, 0};
+  ReduceInto(acc, in, 4, DType::kBool, ReduceOp::kProduct);
+  EXPECT_EQ((std::vector<uint8_t>{1, 1, 0, 0}), std::vector<uint8_t>(acc, acc + 4));
+  uint8_t acc_or[] = {2, 0, 0, 0xff};
+  const uint8_t in_or[] = {0, 0, 3, 0xff};
+  ReduceInto(acc_or, in_or, 4, DType::kBool, ReduceOp::kSum);
+  EXPECT_EQ((std::vector<uint8_t>{1, 0, 1, 1}), std::vector<uint8_t>(acc_or, acc_or + 4));
+}
+
+TEST(ReduceBoolTest, NormalizeBoolMakesEveryNonzeroByteOne) {
+  std::vector<uint8_t> bytes(300);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  NormalizeBool(bytes.data(), bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) ASSERT_EQ(static_cast<uint8_t>(i * 7) != 0, bytes[i]) << i;
+  NormalizeBool(nullptr, 0);
+}
+
+// What a joined member contributes must leave every other member's values as they are.
+template <typename T>
+void CheckIdentity(DType dtype, const std::vector<T>& values) {
+  for (ReduceOp op : kAllOps) {
+    std::vector<T> acc = values, identity(values.size());
+    FillIdentity(identity.data(), identity.size(), dtype, op);
+    ReduceInto(acc.data(), identity.data(), acc.size(), dtype, op);
+    for (size_t i = 0; i < values.size(); ++i)
+      ASSERT_TRUE(SameElement(values[i], acc[i]))
+          << DTypeName(static_cast<int32_t>(dtype)) << " op " << static_cast<int>(op) << " i " << i;
+  }
+}
+
+TEST(FillIdentityTest, IsTheIdentityOfEveryOpForEveryDType) {
+  const float inf = std::numeric_limits<float>::infinity();
+  CheckIdentity<float>(DType::kFloat32, {-3.5f, 0.0f, 7.0f, inf, -inf, NAN});
+  CheckIdentity<double>(DType::kFloat64, {-3.5, 0.0, 7.0, 1e300, NAN});
+  CheckIdentity<uint16_t>(DType::kFloat16, {FloatToHalf(-2.0f), FloatToHalf(0.5f), 0x7c00, 0x0000});
+  CheckIdentity<uint16_t>(DType::kBFloat16, {FloatToBFloat16(-2.0f), FloatToBFloat16(3.0f), 0x0000});
+  CheckIdentity<int8_t>(DType::kInt8, {-128, -1, 0, 5, 127});
+  CheckIdentity<uint8_t>(DType::kUInt8, {0, 1, 200, 255});
+  CheckIdentity<int16_t>(DType::kInt16, {-32768, -300, 0, 1, 32767});
+  CheckIdentity<int32_t>(DType::kInt32, {std::numeric_limits<int32_t>::min(), -1, 0, 9, std::numeric_limits<int32_t>::max()});
+  CheckIdentity<int64_t>(DType::kInt64, {std::numeric_limits<int64_t>::min(), 0, 3, std::numeric_limits<int64_t>::max()});
+  CheckIdentity<uint8_t>(DType::kBool, {0, 1});
+  uint8_t joined[2];
+  FillIdentity(joined, 2, DType::kBool, ReduceOp::kMax);
+  EXPECT_EQ(0, joined[0]);
+  FillIdentity(joined, 2, DType::kBool, ReduceOp::kMin);
+  EXPECT_EQ(1, joined[1]);
 }
 
 struct Narrow {
@@ -192,6 +280,18 @@ TEST(ReduceTest, IntegerSumAndProductWrap) {
   ReduceInto(acc64, in64, 2, DType::kInt64, ReduceOp::kProduct);
   EXPECT_EQ(std::numeric_limits<int64_t>::min(), acc64[0]);
   EXPECT_EQ(-2, acc64[1]);
+}
+
+TEST(ReduceTest, Int16SumWrapsAndMinIsSigned) {
+  int16_t acc[] = {32767, -32768, -2};
+  const int16_t in[] = {1, -1, 3};
+  ReduceInto(acc, in, 3, DType::kInt16, ReduceOp::kSum);
+  EXPECT_EQ((std::vector<int16_t>{-32768, 32767, 1}), std::vector<int16_t>(acc, acc + 3));
+  int16_t lo[] = {-5, 300};
+  const int16_t other[] = {4, -300};
+  ReduceInto(lo, other, 2, DType::kInt16, ReduceOp::kMin);
+  EXPECT_EQ(-5, lo[0]);
+  EXPECT_EQ(-300, lo[1]);
 }
 
 TEST(ReduceTest, IntegerMinMaxAreSigned) {

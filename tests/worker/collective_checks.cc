@@ -22,8 +22,10 @@ std::vector<double> Output(tutti_request_t request, const DTypeInfo& d, std::vec
   return values;
 }
 
-// A value every dtype holds exactly: small integers, some negative (none for uint8).
+// A value every dtype holds exactly: small integers, some negative (none for uint8); for bool,
+// bytes that are not all 0 or 1 (BoolContribution).
 double Value(const DTypeInfo& d, int32_t rank, int64_t i) {
+  if (d.dtype == TUTTI_DTYPE_BOOL) return BoolContribution(rank, i);
   double v = static_cast<double>((rank * 5 + i * 3) % 9) - (d.dtype == TUTTI_DTYPE_UINT8 ? 0 : 4);
   return v;
 }

@@ -18,7 +18,8 @@ tutti_status_t Finish(tutti_request_t request, const std::string& what);
 // The result tensor a request owns, as values of `d`.
 std::vector<double> Output(tutti_request_t request, const DTypeInfo& d, std::vector<int64_t>* shape);
 
-// A value every dtype holds exactly: small integers, some negative (none for uint8).
+// A value every dtype holds exactly: small integers, some negative (none for uint8); for bool,
+// bytes that are not all 0 or 1 (BoolContribution).
 double Value(const DTypeInfo& d, int32_t rank, int64_t i);
 
 // A tensor of `shape` holding Value(d, rank, i) at row-major index i.

@@ -16,8 +16,10 @@ namespace worker {
 namespace {
 
 // Broadcast, allgather, reducescatter (sum, average), alltoall and barrier on `set` for every
-// dtype, with sizes 0, 1, and rows that do not divide by the set size. Prints "<op> ok" per op
-// and "digest <fnv>" over every result this rank received.
+// dtype, with sizes 0, 1, and rows that do not divide by the set size. bool moves its bytes as
+// they are, its reducescatter sum is "or" (0 or 1), and its average is refused at submission with
+// the same status and message on every member. Prints "<op> ok" per op and "digest <fnv>" over
+// every result this rank received.
 int EveryCollective(int32_t set, bool large) {
   int32_t members[64], n = 0;
   Check("ranks", tutti_process_set_ranks(rt, set, members, 64, &n));
@@ -77,7 +79,16 @@ int EveryCollective(int32_t set, bool large) {
         options.reduce_op = op;
         tutti_request_t request;
         std::string what = name("reducescatter");
-        Check(what.c_str(), tutti_reducescatter(rt, what.c_str(), set, &t.desc, &options, &request));
+        const tutti_status_t submitted = tutti_reducescatter(rt, what.c_str(), set, &t.desc, &options, &request);
+        if (d.dtype == TUTTI_DTYPE_BOOL && op == TUTTI_OP_AVERAGE) {
+          const std::string refusal = "reducescatter '" + what +
+                                      "': average is not defined for bool tensors; use sum "
+                                      "(logical or) or min (logical and)";
+          if (submitted != TUTTI_ERR_INVALID_ARGUMENT || tutti_last_error() != refusal)
+            return Say("fail %s: %d %s", what.c_str(), submitted, tutti_last_error()), 1;
+          continue;
+        }
+        Check(what.c_str(), submitted);
         if (Finish(request, what) != TUTTI_OK) return 1;
         std::vector<int64_t> shape;
         std::vector<double> got = Output(request, d, &shape), want;
@@ -88,6 +99,7 @@ int EveryCollective(int32_t set, bool large) {
         for (int64_t i = begin * 2; i < (begin + mine) * 2; ++i) {
           double sum = 0;
           for (int32_t p = 0; p < n; ++p) sum += Value(d, members[p], i);
+          if (d.dtype == TUTTI_DTYPE_BOOL) sum = sum != 0 ? 1 : 0;  // "or": every byte is >= 0
           // Average: integers divide (truncating); floating types multiply by 1/n, in float32
           // for the 16- and 32-bit types, then round to the dtype.
           double v = sum;

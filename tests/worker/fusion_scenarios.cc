@@ -1,5 +1,6 @@
 // Scenarios of the fusion, response-cache, priority and stall tests (tests/multiproc/fusion_test.cc).
 #include <cinttypes>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -17,7 +18,8 @@ tutti_counters_t Counters() {
   return c;
 }
 
-// A tensor of any shape whose element i on rank r is Contribution(r, i, op).
+// A tensor of any shape whose element i on rank r is Contribution(r, i, op) (bool:
+// BoolContribution(r, i)).
 struct Filled {
   std::vector<char> bytes;
   std::vector<int64_t> shape;
@@ -30,7 +32,9 @@ struct Filled {
     int64_t count = 1;
     for (int64_t d : shape) count *= d;
     bytes.resize(count * type->size);
-    for (int64_t i = 0; i < count; ++i) type->store(bytes.data(), i, Contribution(my_rank, i, op));
+    for (int64_t i = 0; i < count; ++i)
+      type->store(bytes.data(), i,
+                  dtype == TUTTI_DTYPE_BOOL ? BoolContribution(my_rank, i) : Contribution(my_rank, i, op));
     desc.data = bytes.data();
     desc.dtype = dtype;
     desc.ndim = static_cast<int32_t>(shape.size());
@@ -65,6 +69,12 @@ int FusionMix() {
       {"e", TUTTI_DTYPE_FLOAT32, {40}, TUTTI_OP_MAX, 1.0},
       {"f", TUTTI_DTYPE_FLOAT32, {60}, TUTTI_OP_SUM, 0.5},
       {"g", TUTTI_DTYPE_INT32, {80}, TUTTI_OP_AVERAGE, 1.0},
+      // Fused pairs whose copy out does more than copy: an integer average divides before its
+      // postscale, and bool is made 0 or 1 (Finish() does the same unfused).
+      {"h1", TUTTI_DTYPE_INT16, {90}, TUTTI_OP_AVERAGE, 0.5},
+      {"h2", TUTTI_DTYPE_INT16, {20}, TUTTI_OP_AVERAGE, 0.5},
+      {"m1", TUTTI_DTYPE_BOOL, {33}, TUTTI_OP_MAX, 1.0},
+      {"m2", TUTTI_DTYPE_BOOL, {17}, TUTTI_OP_MAX, 1.0},
   };
   const auto c0 = Counters();
   std::vector<Filled> tensors;
@@ -105,6 +115,13 @@ int FusionMix() {
   for (auto* r : scatters) Wait("reducescatter", r);
 
   uint64_t digest = 0;
+  // The postscale after the reduction (and an integer average's truncating division, in
+  // Expected): integers truncate toward zero.
+  auto scaled = [](double reduced, const Reduce& r) {
+    const double v = reduced * r.postscale;
+    const bool floating = r.dtype <= TUTTI_DTYPE_FLOAT64;
+    return floating ? v : std::trunc(v);
+  };
   auto expect = [&](const char* name, const Filled& t, int64_t i, double expected) {
     const double got = t.type->load(t.bytes.data(), i);
     if (got != expected) {
@@ -115,7 +132,7 @@ int FusionMix() {
   for (size_t k = 0; k < reduces.size(); ++k) {
     const auto& t = tensors[k];
     for (int64_t i = 0; i < t.count(); ++i)
-      expect(reduces[k].name, t, i, Expected(i, reduces[k].op, reduces[k].dtype) * reduces[k].postscale);
+      expect(reduces[k].name, t, i, scaled(Expected(i, reduces[k].op, reduces[k].dtype), reduces[k]));
     digest ^= Fnv1a(t.bytes.data(), t.bytes.size()) * (k + 1);
   }
   for (size_t k = group_at; k < group_at + 3; ++k)

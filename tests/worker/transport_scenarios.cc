@@ -28,34 +28,47 @@ const DTypeInfo& Find(int32_t dtype) {
 }
 
 // Allreduces over sizes that take every path (direct exchange, one ring slice, several slices,
-// odd element counts) in float16, bfloat16, float32, float64 and int32. Floating results are
-// checked against a float64 reference within the dtype's precision; int32 exactly. Prints
-// "hash <case> <fnv1a of the result bytes>" per case so that the harness can compare transports
-// bit for bit, then "link <peer> <transport> <connected> <bytes sent> <bytes received>" for every
-// other rank, then "self <status> <message>" and "unknown <status> <message>" for two bad stats
-// calls, then "transport ok".
+// odd element counts) in float16, bfloat16, float32, float64, int32, int16 and bool (its "or"
+// and its "and", on bytes not all 0 or 1). Floating results are checked against a float64
+// reference within the dtype's precision; the others exactly. Prints "hash <case> <fnv1a of the
+// result bytes>" per case so that the harness can compare transports bit for bit, then
+// "link <peer> <transport> <connected> <bytes sent> <bytes received>" for every other rank, then
+// "self <status> <message>" and "unknown <status> <message>" for two bad stats calls, then
+// "transport ok".
 int TransportCases() {
-  const int32_t dtypes[] = {TUTTI_DTYPE_FLOAT16, TUTTI_DTYPE_BFLOAT16, TUTTI_DTYPE_FLOAT32,
-                            TUTTI_DTYPE_FLOAT64, TUTTI_DTYPE_INT32};
+  struct Case {
+    int32_t dtype, op;
+    const char* label;  // after the dtype in the case's name
+  };
+  const Case cases[] = {{TUTTI_DTYPE_FLOAT16, TUTTI_OP_SUM, ""}, {TUTTI_DTYPE_BFLOAT16, TUTTI_OP_SUM, ""},
+                        {TUTTI_DTYPE_FLOAT32, TUTTI_OP_SUM, ""}, {TUTTI_DTYPE_FLOAT64, TUTTI_OP_SUM, ""},
+                        {TUTTI_DTYPE_INT32, TUTTI_OP_SUM, ""},   {TUTTI_DTYPE_INT16, TUTTI_OP_SUM, ""},
+                        {TUTTI_DTYPE_BOOL, TUTTI_OP_SUM, ".or"}, {TUTTI_DTYPE_BOOL, TUTTI_OP_MIN, ".and"}};
   const int64_t counts[] = {1, 1001, 4097, 300001, (1 << 20) + 3};
   int failures = 0;
-  for (int32_t dtype : dtypes) {
+  for (const Case& c : cases) {
+    const int32_t dtype = c.dtype;
     const DTypeInfo& d = Find(dtype);
-    const double tolerance = dtype == TUTTI_DTYPE_FLOAT64   ? 1e-9
+    const bool logic = dtype == TUTTI_DTYPE_BOOL;
+    const bool integer = dtype == TUTTI_DTYPE_INT32 || dtype == TUTTI_DTYPE_INT16;  // no wrap
+    const double tolerance = integer || logic               ? 0
+                             : dtype == TUTTI_DTYPE_FLOAT64 ? 1e-9
                              : dtype == TUTTI_DTYPE_FLOAT32 ? 1e-4
                                                             : 3e-2;
     for (int64_t count : counts) {
-      const std::string name = std::string("transport.") + d.name + "." + std::to_string(count);
+      const std::string name = std::string("transport.") + d.name + c.label + "." + std::to_string(count);
       Tensor t(dtype, count, d.size);
-      const bool integer = dtype == TUTTI_DTYPE_INT32;
-      for (int64_t i = 0; i < count; ++i)
-        d.store(t.bytes.data(), i,
-                integer ? static_cast<double>((my_rank + 1) * (i % 1000) - 7) : Noisy(my_rank, i));
-      if (Allreduce(name.c_str(), TUTTI_WORLD, t) != TUTTI_OK) return 1;
+      auto value = [&](int32_t r, int64_t i) {
+        if (logic) return static_cast<double>(BoolContribution(r, i));
+        return integer ? static_cast<double>((r + 1) * (i % 1000) - 7) : Noisy(r, i);
+      };
+      for (int64_t i = 0; i < count; ++i) d.store(t.bytes.data(), i, value(my_rank, i));
+      if (Allreduce(name.c_str(), TUTTI_WORLD, t, c.op) != TUTTI_OK) return 1;
       for (int64_t i = 0; i < count; ++i) {
         double want = 0, magnitude = 0;
-        for (int32_t r = 0; r < world_size; ++r) {
-          const double v = integer ? (r + 1) * (i % 1000) - 7 : Noisy(r, i);
+        if (logic) want = Expected(i, c.op, dtype);
+        for (int32_t r = 0; r < world_size && !logic; ++r) {
+          const double v = value(r, i);
           want += v;
           magnitude += std::fabs(v);
         }

@@ -145,7 +145,27 @@ double Contribution(int32_t r, int64_t i, int32_t op) {
   return static_cast<double>((r * 7 + i * 3) % 11) - 5;     // in [-5, 5]
 }
 
+// Bytes 0 (a third of them), 1, and others with no bit in common (2, 0x80, 0xfd), so that an
+// "and" done bitwise, or a result left as the winning byte, shows.
+// Hashed, so that ranks agree and disagree in every combination ("and" true, "or" false).
+uint8_t BoolContribution(int32_t r, int64_t i) {
+  static const uint8_t kBytes[] = {0, 1, 2, 0, 0x80, 0xfd};
+  uint64_t x = (static_cast<uint64_t>(r) + 1) * 0x9e3779b97f4a7c15ull ^
+               (static_cast<uint64_t>(i) + 1) * 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 31;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 29;
+  return kBytes[x % 6];
+}
+
 double Expected(int64_t i, int32_t op, int32_t dtype) {
+  if (dtype == TUTTI_DTYPE_BOOL) {  // "or" for sum and max, "and" for min and product
+    const bool all = op == TUTTI_OP_MIN || op == TUTTI_OP_PRODUCT;
+    bool acc = all;
+    for (int32_t r = 0; r < world_size; ++r)
+      acc = all ? acc && BoolContribution(r, i) != 0 : acc || BoolContribution(r, i) != 0;
+    return acc ? 1 : 0;
+  }
   double acc = Contribution(0, i, op);
   for (int32_t r = 1; r < world_size; ++r) {
     double v = Contribution(r, i, op);
@@ -192,6 +212,10 @@ const std::vector<DTypeInfo>& AllDTypes() {
       Plain<uint8_t>(TUTTI_DTYPE_UINT8, "uint8"),
       Plain<int32_t>(TUTTI_DTYPE_INT32, "int32"),
       Plain<int64_t>(TUTTI_DTYPE_INT64, "int64"),
+      Plain<int16_t>(TUTTI_DTYPE_INT16, "int16"),
+      // Raw bytes both ways: tests store nonzero bytes other than 1 on purpose (moves keep them,
+      // reductions make them 1).
+      Plain<uint8_t>(TUTTI_DTYPE_BOOL, "bool"),
   };
   return all;
 }

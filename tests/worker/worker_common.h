@@ -56,6 +56,9 @@ uint16_t ToBf16(float f);
 float FromBf16(uint16_t b);
 // The value rank r contributes at index i: small integers (exact in every dtype), some negative.
 double Contribution(int32_t r, int64_t i, int32_t op);
+// What rank r contributes at index i of a bool tensor: 0 or a nonzero byte, not always 1.
+uint8_t BoolContribution(int32_t r, int64_t i);
+// The result at index i of `op` over every rank's Contribution (BoolContribution for bool).
 double Expected(int64_t i, int32_t op, int32_t dtype);
 
 struct DTypeInfo {

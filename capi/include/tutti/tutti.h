@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 4
+#define TUTTI_VERSION_MINOR 5
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -69,6 +69,13 @@ typedef int32_t tutti_status_t;
 #define TUTTI_DTYPE_UINT8 6
 #define TUTTI_DTYPE_INT32 7
 #define TUTTI_DTYPE_INT64 8
+/* since 0.5. Device (CUDA) int16 tensors are not reduced: NCCL has no 16-bit integer type, so
+ * their allreduce and reducescatter fail with TUTTI_ERR_UNSUPPORTED; they move as any dtype. */
+#define TUTTI_DTYPE_INT16 9
+/* since 0.5: one byte, 0 false, anything else true. Reductions treat it as logic: sum and max
+ * are "or", min and product "and", and every result byte is 0 or 1; average is refused
+ * (TUTTI_ERR_INVALID_ARGUMENT), and so is a scale factor other than 1. */
+#define TUTTI_DTYPE_BOOL 10
 
 #define TUTTI_OP_SUM 1
 #define TUTTI_OP_AVERAGE 2
@@ -241,8 +248,11 @@ TUTTI_API tutti_status_t tutti_process_set_rank(tutti_runtime_t runtime, int32_t
 typedef struct tutti_allreduce_options {
   size_t struct_size;
   int32_t reduce_op;        /* TUTTI_OP_* */
-  double prescale_factor;   /* applied to the input before reduction (floating types only) */
-  double postscale_factor;  /* applied to the result (floating types only) */
+  /* Scale factors. Integer elements are scaled as Horovod does: multiplied in double and cast
+   * back, truncating toward zero (out of range: the type's limit; NaN: 0); an integer average
+   * divides first (truncating), then applies postscale_factor. bool takes only 1.0. */
+  double prescale_factor;   /* applied to the input before reduction */
+  double postscale_factor;  /* applied to the result */
   /* Among tensors of a set released together, higher priorities run first (then submission
    * order). Every member sees the same order; the coordinator uses the lowest-ranked member's
    * value. */

@@ -21,10 +21,19 @@ np.testing.assert_array_equal(tutti.allreduce(mine), sum(everyone))
 np.testing.assert_array_equal(tutti.allreduce(mine, op=tutti.Max), np.max(everyone, axis=0))
 np.testing.assert_allclose(tutti.allreduce(mine, op=tutti.Average, postscale_factor=2.0),
                            2 * sum(everyone) / size, rtol=1e-6)
-for dtype in (np.float16, np.float64, np.int8, np.uint8, np.int32, np.int64):
+for dtype in (np.float16, np.float64, np.int8, np.uint8, np.int32, np.int64, np.int16):
     values = [contribution(r, (6,), dtype) for r in range(size)]
     np.testing.assert_array_equal(tutti.allreduce(values[rank], name=f"dtype.{np.dtype(dtype)}"),
                                   np.sum(values, axis=0).astype(dtype))
+# bool: sum is "or", min is "and"; integers scale as Horovod does, truncating after each factor.
+flags = [np.array([r == 0, False, True, r % 2 == 1]) for r in range(size)]
+np.testing.assert_array_equal(tutti.allreduce(flags[rank], name="bool.or"),
+                              np.logical_or.reduce(flags))
+np.testing.assert_array_equal(tutti.allreduce(flags[rank], op=tutti.Min, name="bool.and"),
+                              np.logical_and.reduce(flags))
+np.testing.assert_array_equal(
+    tutti.allreduce(np.array([1, 2, 3], np.int32), name="int.scaled", prescale_factor=0.5),
+    np.array([0, 1, 1], np.int32) * size)
 # In place, and async with poll and wait.
 inplace = mine.copy()
 assert tutti.allreduce(inplace, out=inplace) is inplace
