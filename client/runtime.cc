@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "transport/handshake.h"
 #include "transport/route_planner.h"
@@ -13,6 +15,32 @@ namespace {
 std::chrono::milliseconds Ms(int64_t ms) { return std::chrono::milliseconds(ms); }
 
 Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+
+// The generation of each job this process last joined (docs/lifecycle.md): an init after
+// finalize tells tuttid, which puts the rank into the next generation. Process-wide, since
+// runtimes come and go.
+class MembershipMemory {
+ public:
+  static uint64_t Last(const std::string& job) {
+    std::lock_guard<std::mutex> lock(mu());
+    auto it = epochs().find(job);
+    return it == epochs().end() ? 0 : it->second;
+  }
+  static void Joined(const std::string& job, uint64_t membership_epoch) {
+    std::lock_guard<std::mutex> lock(mu());
+    epochs()[job] = membership_epoch;
+  }
+
+ private:
+  static std::mutex& mu() {
+    static std::mutex m;
+    return m;
+  }
+  static std::map<std::string, uint64_t>& epochs() {
+    static std::map<std::string, uint64_t> e;
+    return e;
+  }
+};
 
 }  // namespace
 
@@ -52,11 +80,13 @@ Status Runtime::Rendezvous() {
   request.set_stall_warning_ms(options_.stall_warning_ms);
   request.set_stall_shutdown_ms(options_.stall_shutdown_ms);
   request.set_transport(options_.transport);
+  request.set_last_membership_epoch(MembershipMemory::Last(options_.job));
   if (!options_.timeline.empty())
     TUTTI_RETURN_IF_ERROR(timeline_.Start(RankTimelinePath(options_.timeline, options_.rank)));
   for (const auto& set : options_.static_sets)
     request.add_static_sets()->mutable_ranks()->Add(set.begin(), set.end());
   TUTTI_RETURN_IF_ERROR(link_->Register(request, &welcome_));
+  MembershipMemory::Joined(options_.job, welcome_.membership_epoch());
 
   if (welcome_.job_secret().size() != transport::kJobSecretBytes)
     return Status(Code::kVersionMismatch,

@@ -131,7 +131,8 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
   CLI::App app{"Runs NP local ranks of PROGRAM as one tutti job.", "tuttirun"};
   app.footer(
       "PROGRAM [ARGS...] follow the options and are passed on untouched.\n"
-      "Each rank gets TUTTI_COORDINATOR, TUTTI_JOB, TUTTI_TOKEN, TUTTI_RANK and TUTTI_SIZE;\n"
+      "Each rank gets TUTTI_COORDINATOR, TUTTI_JOB, TUTTI_TOKEN, TUTTI_RANK and TUTTI_SIZE,\n"
+      "and horovodrun's HOROVOD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE, _CROSS_RANK, _CROSS_SIZE;\n"
       "its output lines are prefixed with \"[rank] \". Exits with the first failing rank's\n"
       "status (128+N for signal N) after stopping the others.");
   app.formatter(std::make_shared<UsageFormatter>());
@@ -193,7 +194,12 @@ std::vector<std::string> RankEnvironment(const Options& opts, const std::string&
   std::vector<std::pair<std::string, std::string>> ours = {
       {"TUTTI_COORDINATOR", coordinator}, {"TUTTI_JOB", opts.job},
       {"TUTTI_TOKEN", token},             {"TUTTI_RANK", std::to_string(rank)},
-      {"TUTTI_SIZE", std::to_string(opts.np)}};
+      {"TUTTI_SIZE", std::to_string(opts.np)},
+      // horovodrun's names, for Horovod scripts and tests that read them (all ranks are local).
+      {"HOROVOD_RANK", std::to_string(rank)}, {"HOROVOD_SIZE", std::to_string(opts.np)},
+      {"HOROVOD_LOCAL_RANK", std::to_string(rank)},
+      {"HOROVOD_LOCAL_SIZE", std::to_string(opts.np)},
+      {"HOROVOD_CROSS_RANK", "0"}, {"HOROVOD_CROSS_SIZE", "1"}};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string_view kv(*e);

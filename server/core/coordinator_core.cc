@@ -88,7 +88,7 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
            out);
     return;
   }
-  Job& job = *jobs_.at(member->second.job);
+  Job& job = JobOf(member->second);
   const int32_t rank = member->second.rank;
   if (frame.has_register_()) {
     Refuse(peer, job.id(), rank,
@@ -120,15 +120,16 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
       job.Abort(rank, out);
       CollectEvicted(job);
       // The last live rank aborted: no Bye or lease will end the job later.
-      if (job.everyone_left()) DropJob(job.id());
+      if (job.everyone_left()) DropJob(job.id(), job.membership_epoch());
       break;
     case wire::Frame::kBye:
       // Only welcomed ranks say Bye (a rank whose registration failed has nothing to leave).
       job.Leave(rank, out);
       members_.erase(member);
       if (job.everyone_left()) {
-        spdlog::info("job '{}': all ranks left", job.id());
-        DropJob(job.id());
+        spdlog::info("job '{}': all ranks left membership epoch {}", job.id(),
+                     job.membership_epoch());
+        DropJob(job.id(), job.membership_epoch());
       }
       break;
     default: break;  // DecodeClientFrame admits nothing else
@@ -176,11 +177,13 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
   if (it == jobs_.end() &&
       (rendezvous_jobs_per_address_ != SIZE_MAX || rendezvous_ranks_per_address_ != SIZE_MAX)) {
     size_t waiting = 0, ranks = 0;
-    for (const auto& [id, job] : jobs_)
-      if (!job->welcomed() && job_address_[id] == source.address) {
+    ForEachJob([&](const Job& job) {
+      auto address = job_address_.find(job.id());
+      if (!job.welcomed() && address != job_address_.end() && address->second == source.address) {
         ++waiting;
-        ranks += static_cast<size_t>(job->size());
+        ranks += static_cast<size_t>(job.size());
       }
+    });
     if (ranks + static_cast<size_t>(msg.size()) > rendezvous_ranks_per_address_)
       return RefuseLimited("rendezvous_ranks_per_address", peer, msg,
                            fmt::format("limit exceeded: jobs started from {} already wait for {} "
@@ -197,76 +200,105 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
                                        source.address, waiting),
                            out);
   }
-  if (it == jobs_.end()) {
+  // Which generation the registration joins: the newest while its rendezvous runs; the next one
+  // when the newest is running and this rank has left it (it finalized and initializes again);
+  // the newest otherwise, which refuses a second registration of a live rank.
+  Job* job = nullptr;
+  if (it != jobs_.end()) {
+    Job& newest = *it->second.rbegin()->second;
+    if (!SameSecret(newest.token(), msg.token())) {
+      spdlog::warn("job '{}': rank {} presented a wrong token", msg.job(), msg.rank());
+      Refuse(peer, msg.job(), msg.rank(),
+             Status(Code::kAuthFailed, fmt::format("wrong token for job '{}'", msg.job())), out);
+      return;
+    }
+    if (!newest.rank_gone(msg.rank())) job = &newest;
+  }
+  if (!job) {
+    uint64_t membership_epoch = msg.last_membership_epoch() + 1;
+    if (it != jobs_.end())
+      membership_epoch = std::max(membership_epoch, it->second.rbegin()->first + 1);
     const int64_t timeout = msg.rendezvous_timeout_ms() > 0 ? msg.rendezvous_timeout_ms()
                                                             : default_rendezvous_timeout_ms_;
-    auto job = std::make_unique<Job>(msg.job(), msg.token(), msg.size(),
-                                     now + std::chrono::milliseconds(timeout), timeout, NewJobSecret(),
-                                     epoch_, policy_);
-    it = jobs_.emplace(msg.job(), std::move(job)).first;
-    job_address_[msg.job()] = source.address;
-    spdlog::info("job '{}': created by rank {}, waiting for {} ranks", msg.job(), msg.rank(),
-                 msg.size());
-  } else if (!SameSecret(it->second->token(), msg.token())) {
-    spdlog::warn("job '{}': rank {} presented a wrong token", msg.job(), msg.rank());
-    Refuse(peer, msg.job(), msg.rank(),
-           Status(Code::kAuthFailed, fmt::format("wrong token for job '{}'", msg.job())), out);
-    return;
+    auto created = std::make_unique<Job>(msg.job(), membership_epoch, msg.token(), msg.size(),
+                                         now + std::chrono::milliseconds(timeout), timeout,
+                                         NewJobSecret(), epoch_, policy_);
+    job = created.get();
+    if (it == jobs_.end()) {
+      it = jobs_.emplace(msg.job(), Generations{}).first;
+      job_address_[msg.job()] = source.address;
+    }
+    it->second.emplace(membership_epoch, std::move(created));
+    spdlog::info("job '{}': created by rank {}, waiting for {} ranks (membership epoch {})",
+                 msg.job(), msg.rank(), msg.size(), membership_epoch);
   }
-  Status status = it->second->Register(peer, msg, out);
+  Status status = job->Register(peer, msg, out);
   if (!status.ok()) {
     Refuse(peer, msg.job(), msg.rank(), status, out);
+    // A generation this registration created and could not join holds no one.
+    if (job->peers().empty()) DropJob(msg.job(), job->membership_epoch());
     return;
   }
-  members_[peer] = Member{msg.job(), msg.rank()};
-  if (it->second->failed()) DropJob(msg.job());
+  members_[peer] = Member{msg.job(), job->membership_epoch(), msg.rank()};
+  if (job->failed()) DropJob(msg.job(), job->membership_epoch());
 }
 
-void CoordinatorCore::DropJob(const std::string& id) {
+void CoordinatorCore::DropJob(std::string id, uint64_t membership_epoch) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
-  for (const std::string& peer : it->second->peers()) members_.erase(peer);
+  auto generation = it->second.find(membership_epoch);
+  if (generation == it->second.end()) return;
+  for (const std::string& peer : generation->second->peers()) {
+    auto member = members_.find(peer);
+    if (member != members_.end() && member->second.membership_epoch == membership_epoch)
+      members_.erase(member);
+  }
   for (auto t = evicted_.begin(); t != evicted_.end();)
-    t = t->second.job == id ? evicted_.erase(t) : std::next(t);
-  job_address_.erase(id);  // before the job: `id` may be the job's own id()
-  jobs_.erase(it);
+    t = t->second.job == id && t->second.membership_epoch == membership_epoch ? evicted_.erase(t)
+                                                                              : std::next(t);
+  it->second.erase(generation);  // `id` is a copy: it may have been the job's own id()
+  if (it->second.empty()) {
+    job_address_.erase(id);
+    jobs_.erase(it);
+  }
 }
 
 void CoordinatorCore::CollectEvicted(Job& job) {
   for (auto& [peer, status] : job.TakeEvicted()) {
     members_.erase(peer);
-    evicted_[peer] = Tombstone{job.id(), std::move(status)};
+    evicted_[peer] = Tombstone{job.id(), job.membership_epoch(), std::move(status)};
   }
 }
 
 void CoordinatorCore::Flush(Outbox* out) {
-  for (auto& [id, job] : jobs_)
-    if (job->has_released()) job->FlushReleased(out);
+  ForEachJob([&](Job& job) {
+    if (job.has_released()) job.FlushReleased(out);
+  });
 }
 
 void CoordinatorCore::GoingAway(Outbox* out) const {
   const Status status(Code::kCoordinatorLost, "coordinator lost: tuttid is stopping");
-  for (const auto& [id, job] : jobs_) job->GoingAway(status, out);
+  ForEachJob([&](const Job& job) { job.GoingAway(status, out); });
 }
 
 void CoordinatorCore::Tick(Clock::time_point now, Outbox* out) {
-  std::vector<std::string> failed;
-  for (auto& [id, job] : jobs_) {
-    auto deadline = job->NextDeadline();
-    if (!deadline || *deadline > now) continue;
-    job->Tick(now, out);
-    CollectEvicted(*job);
-    if (job->failed() || job->everyone_left()) failed.push_back(id);
-  }
-  for (const auto& id : failed) DropJob(id);
+  std::vector<std::pair<std::string, uint64_t>> failed;
+  ForEachJob([&](Job& job) {
+    auto deadline = job.NextDeadline();
+    if (!deadline || *deadline > now) return;
+    job.Tick(now, out);
+    CollectEvicted(job);
+    if (job.failed() || job.everyone_left()) failed.emplace_back(job.id(), job.membership_epoch());
+  });
+  for (const auto& [id, membership_epoch] : failed) DropJob(id, membership_epoch);
 }
 
 std::optional<Clock::time_point> CoordinatorCore::NextDeadline() const {
   std::optional<Clock::time_point> next;
-  for (const auto& [id, job] : jobs_) {
-    auto deadline = job->NextDeadline();
+  ForEachJob([&](const Job& job) {
+    auto deadline = job.NextDeadline();
     if (deadline && (!next || *deadline < *next)) next = deadline;
-  }
+  });
   return next;
 }
 
@@ -274,7 +306,7 @@ nlohmann::json CoordinatorCore::Describe(Clock::time_point now) const {
   // Enough pending tensors per set to see what a stall waits for, bounded for a flooding job.
   constexpr size_t kPendingShown = 50;
   nlohmann::json jobs = nlohmann::json::array();
-  for (const auto& [id, job] : jobs_) jobs.push_back(job->Describe(now, kPendingShown));
+  ForEachJob([&](const Job& job) { jobs.push_back(job.Describe(now, kPendingShown)); });
   return {{"epoch", fmt::format("{:016x}", epoch_)},
           {"jobs", std::move(jobs)},
           {"recent_errors", errors_.ToJson()}};
@@ -283,11 +315,11 @@ nlohmann::json CoordinatorCore::Describe(Clock::time_point now) const {
 void CoordinatorCore::UpdateGauges() const {
   if (!policy_.metrics) return;
   size_t ranks = 0, sets = 0, pending = 0;
-  for (const auto& [id, job] : jobs_) {
-    ranks += job->alive_ranks();
-    sets += job->active_sets();
-    pending += job->pending_tensors();
-  }
+  ForEachJob([&](const Job& job) {
+    ranks += job.alive_ranks();
+    sets += job.active_sets();
+    pending += job.pending_tensors();
+  });
   policy_.metrics->SetJobs(jobs_.size());
   policy_.metrics->SetRanks(ranks);
   policy_.metrics->SetProcessSets(sets);

@@ -73,8 +73,12 @@ class CoordinatorCore {
  private:
   struct Member {
     std::string job;
+    uint64_t membership_epoch;
     int32_t rank;
   };
+  // The generations of one job id, by membership epoch (docs/lifecycle.md): usually one; two
+  // while some ranks initialize again before the others finalized.
+  using Generations = std::map<uint64_t, std::unique_ptr<Job>>;
 
   void HandleRegister(const Source& source, const wire::Register& msg, Clock::time_point now,
                       Outbox* out);
@@ -84,7 +88,15 @@ class CoordinatorCore {
   // A registration past flood limit `limit` (the metrics' label): kLimitExceeded with `message`.
   void RefuseLimited(const std::string& limit, const std::string& peer, const wire::Register& msg,
                      const std::string& message, Outbox* out);
-  void DropJob(const std::string& id);
+  // Drops one generation of job `id` (the job id once its last generation is gone).
+  void DropJob(std::string id, uint64_t membership_epoch);  // a copy: may be a job's own id()
+  Job& JobOf(const Member& member) { return *jobs_.at(member.job).at(member.membership_epoch); }
+  // Calls f(Job&) for every generation of every job.
+  template <typename F>
+  void ForEachJob(F&& f) const {
+    for (const auto& [id, generations] : jobs_)
+      for (const auto& [epoch, job] : generations) f(*job);
+  }
   // Moves the ranks `job` declared lost from members_ to evicted_.
   void CollectEvicted(Job& job);
 
@@ -92,7 +104,7 @@ class CoordinatorCore {
   uint64_t epoch_;
   Job::Policy policy_;
   size_t max_jobs_;
-  std::map<std::string, std::unique_ptr<Job>> jobs_;
+  std::map<std::string, Generations> jobs_;  // by job id
   std::map<std::string, std::string> job_address_;  // job id -> the address that created it
   const CurveServerKeys* keys_ = nullptr;
   AddressLimiter registrations_{0, 0};
@@ -102,6 +114,7 @@ class CoordinatorCore {
   std::map<std::string, Member> members_;  // by routing id
   struct Tombstone {
     std::string job;
+    uint64_t membership_epoch;
     Status status;
   };
   // Routing ids of ranks declared lost, kept while their job lives: whatever they send later is

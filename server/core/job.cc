@@ -14,9 +14,11 @@
 
 namespace tutti::server {
 
-Job::Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
-         int64_t rendezvous_timeout_ms, std::string secret, uint64_t epoch, Policy policy)
+Job::Job(std::string id, uint64_t membership_epoch, std::string token, int32_t size,
+         Clock::time_point rendezvous_deadline, int64_t rendezvous_timeout_ms, std::string secret,
+         uint64_t epoch, Policy policy)
     : id_(std::move(id)),
+      membership_epoch_(membership_epoch),
       token_(std::move(token)),
       size_(size),
       rendezvous_deadline_(rendezvous_deadline),

@@ -42,10 +42,18 @@ class Job {
     RecentErrors* errors = nullptr;     // tuttid's list of recent errors, for its status page
   };
 
-  Job(std::string id, std::string token, int32_t size, Clock::time_point rendezvous_deadline,
-      int64_t rendezvous_timeout_ms, std::string secret, uint64_t epoch, Policy policy);
+  // `membership_epoch`: which generation of job `id` this is (docs/lifecycle.md).
+  Job(std::string id, uint64_t membership_epoch, std::string token, int32_t size,
+      Clock::time_point rendezvous_deadline, int64_t rendezvous_timeout_ms, std::string secret,
+      uint64_t epoch, Policy policy);
 
   const std::string& id() const { return id_; }
+  uint64_t membership_epoch() const { return membership_epoch_; }
+  // Whether `rank` was welcomed into this generation and has left it (or was lost): a new
+  // registration of that rank then starts the next generation.
+  bool rank_gone(int32_t rank) const {
+    return welcomed_ && rank >= 0 && rank < size_ && state_[rank] != RankState::kAlive;
+  }
   const std::string& token() const { return token_; }
   int32_t size() const { return size_; }
   bool welcomed() const { return welcomed_; }
@@ -136,6 +144,7 @@ class Job {
   bool alive(int32_t rank) const { return state_[rank] == RankState::kAlive; }
 
   std::string id_;
+  uint64_t membership_epoch_;
   std::string token_;
   int32_t size_;
   Clock::time_point rendezvous_deadline_;

@@ -108,6 +108,7 @@ void Job::Welcome(Outbox* out) {
   }
   base.set_job_secret(secret_);
   base.set_coordinator_epoch(epoch_);
+  base.set_membership_epoch(membership_epoch_);
   base.set_heartbeat_interval_ms(policy_.heartbeat_interval_ms);
   base.set_lease_ms(policy_.lease_ms);
   base.set_cache_capacity(static_cast<int32_t>(cache_capacity_));
@@ -139,7 +140,8 @@ void Job::Welcome(Outbox* out) {
   if (policy_.metrics) policy_.metrics->JobStarted();
   // Leases start now: a rank that waited long at the rendezvous is not late.
   std::fill(last_seen_.begin(), last_seen_.end(), Clock::now());
-  spdlog::info("job '{}': all {} ranks joined", id_, size_);
+  spdlog::info("job '{}': all {} ranks joined (membership epoch {})", id_, size_,
+               membership_epoch_);
 }
 
 void Job::RefuseAll(Code code, const std::string& message, Outbox* out) {
@@ -153,10 +155,14 @@ void Job::TimeOutRendezvous(Outbox* out) {
   std::vector<int32_t> missing;
   for (int32_t r = 0; r < size_; ++r)
     if (!registrations_[r]) missing.push_back(r);
+  // The first generation is the job as users know it; later ones are named (docs/lifecycle.md).
+  const std::string generation =
+      membership_epoch_ > 1 ? fmt::format(" (membership epoch {})", membership_epoch_) : "";
   RefuseAll(Code::kTimeout,
-            fmt::format("rendezvous of job '{}' timed out after {} ms: {}/{} ranks joined, "
+            fmt::format("rendezvous of job '{}'{} timed out after {} ms: {}/{} ranks joined, "
                         "missing {}",
-                        id_, rendezvous_timeout_ms_, registered_, size_, FormatRanks(missing)),
+                        id_, generation, rendezvous_timeout_ms_, registered_, size_,
+                        FormatRanks(missing)),
             out);
 }
 

@@ -50,6 +50,7 @@ nlohmann::json Job::Describe(Clock::time_point now, size_t pending_per_set) cons
                     {"pending", std::move(pending)}});
   }
   return {{"id", id_},
+          {"membership_epoch", membership_epoch_},
           {"size", size_},
           {"state", failed_ ? "failed" : welcomed_ ? "running" : "rendezvous"},
           {"registered", registered_},

@@ -299,7 +299,9 @@ TEST(Tuttirun, SetsTheRankEnvironment) {
   ::setenv("TUTTI_RANK", "99", 1);  // an inherited value must be replaced, not duplicated
   Tuttirun run({"-np", "2", "--coordinator", kNoCoordinator, "--job", "myjob", "sh", "-c",
                 "echo $TUTTI_RANK $TUTTI_SIZE $TUTTI_JOB $TUTTI_COORDINATOR; "
-                "env | grep -c '^TUTTI_RANK='"});
+                "env | grep -c '^TUTTI_RANK='; "
+                "echo horovod $HOROVOD_RANK $HOROVOD_SIZE $HOROVOD_LOCAL_RANK $HOROVOD_LOCAL_SIZE "
+                "$HOROVOD_CROSS_RANK $HOROVOD_CROSS_SIZE"});
   const int code = run.Wait();
   ::unsetenv("TUTTI_RANK");
   ASSERT_EQ(code, 0) << run.err();
@@ -308,6 +310,8 @@ TEST(Tuttirun, SetsTheRankEnvironment) {
   EXPECT_TRUE(Contains(lines, "[1] 1 2 myjob tcp://127.0.0.1:1")) << run.out();
   EXPECT_TRUE(Contains(lines, "[0] 1")) << run.out();
   EXPECT_TRUE(Contains(lines, "[1] 1")) << run.out();
+  EXPECT_TRUE(Contains(lines, "[0] horovod 0 2 0 2 0 1")) << run.out();
+  EXPECT_TRUE(Contains(lines, "[1] horovod 1 2 1 2 0 1")) << run.out();
 }
 
 // Returns rank -> "TUTTI_JOB TUTTI_TOKEN" for one two-rank run.

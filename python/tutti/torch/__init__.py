@@ -88,13 +88,27 @@ def init(comm=None, process_sets=None, **options):
     if any(not isinstance(s, ProcessSet) for s in static):
         raise ValueError("process_sets must be a list of ProcessSet objects or 'dynamic'")
     _read_horovod_environment()
-    # Repeated rank lists: Horovod gives the first object the id and invalidates the others.
+    # Repeated rank lists: Horovod gives the first object the id and invalidates the others; a
+    # list equal to the world is the global set's, so its object is invalidated too.
+    world = _world_ranks(options.get("size"))
     distinct = []
     for s in static:
-        if s.ranks not in distinct:
+        if s.ranks not in distinct and s.ranks != world:
             distinct.append(s.ranks)
     _tutti.init(static_sets=distinct, **options)
-    _process_sets.register_static(static, [distinct.index(s.ranks) + 1 for s in static])
+    _process_sets.register_static(
+        static, [distinct.index(s.ranks) + 1 if s.ranks in distinct else 0 for s in static])
+
+
+def _world_ranks(size):
+    """The world's ranks before init, from the size the library will read (options, then the
+    launchers' variables in the library's order: client/runtime_options.cc); None if unknown."""
+    if size is None:
+        for name in ("TUTTI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE"):
+            if os.environ.get(name, "").isdigit():
+                size = int(os.environ[name])
+                break
+    return None if size is None else list(range(size))
 
 
 def shutdown():

@@ -70,7 +70,10 @@ def poll(handle):
 
 def synchronize(handle):
     """Waits for `handle` and returns its result, raising its error (a HorovodInternalError).
-    An unknown handle returns None, as in Horovod."""
+    An unknown handle returns None, as in Horovod; a callable one (sparse_allreduce_async's) is
+    called."""
+    if callable(handle):
+        return handle()
     pending = _handles.pop(handle, None)
     if pending is None:
         return None
@@ -174,7 +177,8 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
     """Allreduce of a sparse COO tensor as Horovod does it: its indices and values are
     allgathered (duplicate indices add up when the result is used); Average divides the values
-    by the set size. synchronize returns the sparse result."""
+    by the set size. Returns, as Horovod, a callable that waits and returns the sparse result
+    (synchronize() takes it too)."""
     if op not in (Average, Sum):
         raise InvalidArgumentError(f"sparse_allreduce_async supports hvd.Average and hvd.Sum, "
                                    f"not hvd.{_OPS.get(op, op)}")
@@ -191,7 +195,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
             gathered_values = gathered_values / size
         return torch.sparse_coo_tensor(gathered_indices.transpose(0, 1), gathered_values,
                                        tensor.size())
-    return _register_pending(_Pending(wait, lambda: poll(values) and poll(indices)))
+    return wait
 
 
 # ---- allgather, broadcast, alltoall, reducescatter ----------------------------------------------
@@ -273,13 +277,12 @@ def barrier(process_set=global_process_set):
 
 
 def join(device=-1, process_set=global_process_set):
-    """This rank has no more data: it stands in (with neutral contributions from host memory,
-    which device members accept) for the set's collectives until every member joined. Returns
-    the global rank that joined last. `device` >= 0 must name a usable CUDA device."""
+    """This rank has no more data: it stands in for the set's collectives until every member
+    joined, and returns the global rank that joined last. Horovod's `device` says where its
+    stand-in zeros live; tutti's always live in host memory, which CUDA members accept, so any
+    device id behaves the same (docs/python.md, porting table)."""
     if not isinstance(device, int) or isinstance(device, bool):
         raise InvalidArgumentError(f"device must be an int, not {type(device).__name__}")
-    if device >= 0:
-        _tutti.device_check("cuda", device)
     return _tutti.join(set_id(process_set))
 
 

@@ -223,8 +223,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 if self._groups is not None and self._group_counts[p] != 0:
                     self._group_counts[p] = 0
                 continue
-            # A sparse allreduce's handle is a handle too (sparse_allreduce_async).
-            output = synchronize(handle)
+            output = synchronize(handle)  # sparse_allreduce_async's callable too
             self._allreduce_delay[p] = self.backward_passes_per_step
             if self._groups is not None:
                 group = self._p_to_group[p]

@@ -101,11 +101,12 @@ def members(process_set):
 
 def register_static(process_sets, ids):
     """After init: gives the sets passed to init their ids (a repeated rank list: the first
-    object gets the id, the others are invalidated, as Horovod does)."""
+    object gets the id, the others are invalidated, as Horovod does; id 0, the world's rank
+    list: invalidated)."""
     _live.clear()
     global_process_set.ranks = list(range(_tutti.size()))
     for process_set, new_id in zip(process_sets, ids):
-        if new_id in _live:
+        if new_id in _live or new_id == 0:
             process_set._invalidate()
         else:
             process_set.process_set_id = new_id
