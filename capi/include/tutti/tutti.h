@@ -188,7 +188,8 @@ typedef struct tutti_init_options {
 
 /* Joins the job: returns once every rank of the world has registered (or with an error naming the
  * missing ranks after the timeout). `options` may be NULL: everything then comes from the
- * environment. */
+ * environment. A process may call it again after tutti_finalize: it then joins the job's next
+ * generation, with set ids starting over, once every rank did the same (docs/lifecycle.md). */
 TUTTI_API tutti_status_t tutti_init(const tutti_init_options_t* options, tutti_runtime_t* runtime);
 
 /* Leaves the job and destroys the runtime. Pending requests fail with TUTTI_ERR_SHUT_DOWN; their
