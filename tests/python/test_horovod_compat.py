@@ -3,11 +3,14 @@ runs every check of workers/horovod_compat.py (exceptions, lifecycle, process se
 every rank, dtypes, gradients against a single-process reference, Adasum against its formula,
 SyncBatchNorm against batch norm of the whole batch, the optimizer); each check is reported as
 its own test."""
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
-from conftest import WORKERS, lines_of, run_job
+from conftest import BUILD, WORKERS, job_env, lines_of, run_job
 
 with open(f"{WORKERS}/horovod_compat.py") as source:
     CHECKS = re.findall(r"^@check\ndef (\w+)\(", source.read(), re.M)
@@ -17,7 +20,9 @@ _jobs = {}
 
 def job(ranks):
     if ranks not in _jobs:
-        _jobs[ranks] = run_job(ranks, "horovod_compat.py", timeout=600)
+        _jobs[ranks] = run_job(ranks, "horovod_compat.py", timeout=600,
+                               env={"HOROVOD_FUSION_THRESHOLD": "12345",
+                                    "HOROVOD_CYCLE_TIME": "2.5"})
     return _jobs[ranks]
 
 
@@ -37,3 +42,24 @@ def test_job_exits_cleanly():
     for ranks in (2, 4):
         result = job(ranks)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+
+
+def test_reinit_on_a_standalone_tuttid():
+    """shutdown() then init() on ranks that a standalone tuttid coordinates (not tuttirun's
+    embedded one)."""
+    tuttid = subprocess.Popen([os.path.join(BUILD, "tuttid"), "--bind", "tcp://127.0.0.1:*"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        endpoint = tuttid.stdout.readline().split()[-1]
+        assert endpoint.startswith("tcp://"), endpoint
+        result = subprocess.run(
+            [os.path.join(BUILD, "tuttirun"), "-np", "3", "--coordinator", endpoint,
+             sys.executable, os.path.join(WORKERS, "horovod_compat.py"),
+             "reinit_with_other_process_sets", "every_rank_adds_and_removes_overlapping_sets"],
+            env=job_env(), capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr
+        for r in range(3):
+            assert "ok reinit_with_other_process_sets" in lines_of(result, r), result.stdout
+    finally:
+        tuttid.terminate()
+        tuttid.wait(timeout=60)

@@ -4,6 +4,7 @@ Each check prints "ok NAME" or "fail NAME: <error>" and the job goes on, so one 
 hide the others; the exit status is 1 if any check failed. Checks that compare with a
 single-process reference build every rank's inputs locally from per-rank seeds.
 """
+import os
 import sys
 import traceback
 import warnings
@@ -14,10 +15,13 @@ import tutti.torch as hvd
 from tutti.torch import adasum
 
 failed = []
+ONLY = set(sys.argv[1:])  # check names to run (default: all)
 
 
 def check(function):
     name = function.__name__
+    if ONLY and name not in ONLY:
+        return function
     try:
         function()
         print(f"ok {name}", flush=True)
@@ -119,6 +123,24 @@ def process_set_queries_before_registration():
     s = hvd.ProcessSet([0])
     assert s.size() is None and s.rank() is None and s.included() == (rank == 0)
     expect(ValueError, lambda: hvd.ProcessSet([0.5]))
+
+
+@check
+def horovod_environment_is_read_or_refused():
+    # Read at init: this job started with HOROVOD_FUSION_THRESHOLD and HOROVOD_CYCLE_TIME set.
+    if os.environ.get("HOROVOD_FUSION_THRESHOLD") == "12345":
+        assert os.environ["TUTTI_FUSION_THRESHOLD"] == "12345"
+        assert os.environ["TUTTI_CYCLE_TIME_MS"] == "2.5"
+    hvd.shutdown()
+    os.environ["HOROVOD_AUTOTUNE"] = "1"
+    try:
+        expect(NotImplementedError, hvd.init,
+               "HOROVOD_AUTOTUNE=1 is not supported: tutti has no autotuner; set "
+               "TUTTI_FUSION_THRESHOLD and TUTTI_CYCLE_TIME_MS")
+        assert not hvd.is_initialized()
+    finally:
+        del os.environ["HOROVOD_AUTOTUNE"]
+        hvd.init()
 
 
 # ---- exceptions ---------------------------------------------------------------------------------
