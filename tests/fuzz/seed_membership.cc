@@ -26,6 +26,28 @@ NamedScenarios MembershipAndFaultScenarios() {
        s.SetAdd(0, 3, {0}, 1000);
        s.ByeAll(3);
      }},
+    // Generations: rank 0 finalizes and registers again (new routing id) into membership epoch
+    // 2 while rank 1 still runs in epoch 1; then rank 1 follows and epoch 2 runs its own set 1.
+    {"reinit_generations",
+     [](Scenario& s) {
+       RegisterArgs args;
+       args.static_sets = {{1}};
+       s.Rendezvous(args);
+       s.Bye(0);
+       RegisterArgs next;
+       next.static_sets = {{0}};
+       s.Register(2, 0, next);
+       s.Announce(1, 1, {Spec("still.epoch1", COLLECTIVE_ALLREDUCE, {8})});
+       s.Bye(1);
+       s.Register(3, 1, next);
+       s.Welcomed(2);
+       s.Welcomed(3);
+       s.Announce(2, 1, {Spec("epoch2", COLLECTIVE_ALLREDUCE, {8})});
+       s.Announce(3, 0, {Spec("world2", COLLECTIVE_ALLREDUCE, {8})});
+       s.Announce(2, 0, {Spec("world2", COLLECTIVE_ALLREDUCE, {8})});
+       s.Bye(2);
+       s.Bye(3);
+     }},
     // A member joins a set that its members then remove.
     {"join_then_remove",
      [](Scenario& s) {

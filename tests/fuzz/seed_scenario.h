@@ -188,6 +188,8 @@ class Scenario {
   void ByeAll(int size) {
     for (int peer = 0; peer < size; ++peer) Bye(peer);
   }
+  // After a rendezvous that Register() calls completed: `peer`'s frames carry the epoch.
+  void Welcomed(int peer) { welcomed_.insert(peer); }
 
   const std::string& input() const { return input_; }
 

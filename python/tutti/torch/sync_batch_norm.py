@@ -27,8 +27,10 @@ class _SyncBatchNormFunction(torch.autograd.Function):
     def forward(ctx, x, weight, bias, running_mean, running_var, eps, momentum, process_set):
         x = x.contiguous()
         dims = _reduce_dims(x)
-        count = torch.tensor([x.numel() // x.shape[1]], dtype=x.dtype, device=x.device)
-        local = torch.cat([x.sum(dims), (x * x).sum(dims), count])
+        # Statistics in float32 at least: half-precision sums and counts overflow at 65504.
+        wide = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+        count = torch.tensor([x.numel() // x.shape[1]], dtype=wide.dtype, device=x.device)
+        local = torch.cat([wide.sum(dims), (wide * wide).sum(dims), count])
         total = allreduce(local, op=Sum, process_set=process_set)
         channels = x.shape[1]
         n = total[-1]
@@ -40,8 +42,9 @@ class _SyncBatchNormFunction(torch.autograd.Function):
                 unbiased = var * (n / (n - 1)) if float(n) > 1 else var
                 running_mean.mul_(1 - momentum).add_(momentum * mean.to(running_mean.dtype))
                 running_var.mul_(1 - momentum).add_(momentum * unbiased.to(running_var.dtype))
-        xhat = (x - _channel_view(mean, x.dim())) * _channel_view(invstd, x.dim())
-        ctx.save_for_backward(xhat, weight, invstd, n)
+        xhat = ((wide - _channel_view(mean, x.dim())) * _channel_view(invstd, x.dim())).to(x.dtype)
+        mean, invstd = mean.to(x.dtype), invstd.to(x.dtype)
+        ctx.save_for_backward(xhat, weight, invstd, n)  # n stays wide: it may exceed 65504
         ctx.process_set = process_set
         y = xhat
         if weight is not None:
@@ -65,9 +68,9 @@ class _SyncBatchNormFunction(torch.autograd.Function):
                                                         process_set=ctx.process_set)
             scale = invstd if weight is None else invstd * weight
             rank = dy.dim()
-            grad_x = _channel_view(scale, rank) * (
+            grad_x = (_channel_view(scale, rank) * (
                 dy - _channel_view(total_dy / n, rank)
-                - xhat * _channel_view(total_dy_xhat / n, rank))
+                - xhat * _channel_view(total_dy_xhat / n, rank))).to(dy.dtype)
         return grad_x, grad_weight, grad_bias, None, None, None, None, None
 
 
