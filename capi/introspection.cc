@@ -69,6 +69,13 @@ TUTTI_API tutti_status_t tutti_device_check(int32_t device_type, int32_t device_
   });
 }
 
+TUTTI_API tutti_status_t tutti_nccl_version(int32_t* version) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_OUT(version);
+    return Report(client::NcclVersion(version));
+  });
+}
+
 TUTTI_API tutti_status_t tutti_get_counters(tutti_runtime_t rt, tutti_counters_t* counters) {
   return Fenced(__func__, [&]() -> tutti_status_t {
     TUTTI_CHECK_RUNTIME(rt);

@@ -31,6 +31,12 @@ class CudaModule final : public Module {
     return text;
   }
 
+  int32_t NcclVersion() override {
+    int nccl = 0;
+    if (ncclGetVersion(&nccl) != ncclSuccess) return 0;
+    return nccl;
+  }
+
   // Called for every submitted device tensor: the device count is read once (it cannot change
   // while the process runs).
   Status CheckDevice(int32_t index) override {

@@ -24,7 +24,7 @@
 namespace tutti::gpu {
 
 // Bumped whenever anything in this header changes shape.
-constexpr int kModuleApi = 2;
+constexpr int kModuleApi = 3;
 
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
@@ -117,6 +117,8 @@ class Module {
   virtual ~Module() = default;
   // "CUDA runtime 13.0, driver 13.0, NCCL 2.28.9, 1 device(s)": for logs.
   virtual std::string Describe() = 0;
+  // ncclGetVersion's code of the NCCL the module runs on (e.g. 22809); 0 without NCCL.
+  virtual int32_t NcclVersion() = 0;
   // ok if device `index` exists and can be used; else kDeviceUnavailable with the reason.
   virtual Status CheckDevice(int32_t index) = 0;
   // The device's 16-byte UUID.

@@ -76,4 +76,11 @@ Status CheckCudaDevice(int32_t index) {
   return module->CheckDevice(index);
 }
 
+Status NcclVersion(int32_t* version) {
+  gpu::Module* module;
+  TUTTI_RETURN_IF_ERROR(LoadGpuModule(&module));
+  *version = module->NcclVersion();
+  return Status::Ok();
+}
+
 }  // namespace tutti::client

@@ -13,5 +13,7 @@ Status LoadGpuModule(gpu::Module** module);
 
 // LoadGpuModule, then the device's own check: ok or kDeviceUnavailable.
 Status CheckCudaDevice(int32_t index);
+// The GPU module's NCCL version code (0: none), or why the module cannot be loaded.
+Status NcclVersion(int32_t* version);
 
 }  // namespace tutti::client

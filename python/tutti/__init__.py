@@ -11,6 +11,7 @@ system path.
     tutti.shutdown()
 """
 import atexit
+import ctypes
 
 import numpy as np
 
@@ -117,6 +118,14 @@ def device_check(device_type="cuda", index=0):
         raise InvalidArgumentError(f"device_type must be 'cpu' or 'cuda', not "
                                    f"{type(device_type).__name__}")
     _check(_capi.tutti_device_check(code, int(index)))
+
+
+def nccl_version():
+    """The NCCL version code (e.g. 22809) of the GPU module CUDA tensors use; 0 if it runs
+    without NCCL. Raises DeviceUnavailableError when the module cannot be loaded."""
+    version = ctypes.c_int32()
+    _check(_capi.tutti_nccl_version(ctypes.byref(version)))
+    return version.value
 
 
 def abort():

@@ -218,6 +218,7 @@ tutti_request_free = _declare("tutti_request_free", _request)
 tutti_request_stream_wait = _declare_since("0.4", "tutti_request_stream_wait", _request,
                                            ctypes.c_void_p, ctypes.c_int64)
 tutti_device_check = _declare_since("0.4", "tutti_device_check", ctypes.c_int32, ctypes.c_int32)
+tutti_nccl_version = _declare_since("0.5", "tutti_nccl_version", c_int32_p)
 tutti_get_counters = _declare("tutti_get_counters", _runtime, ctypes.POINTER(Counters))
 tutti_get_coordinator_counters = _declare("tutti_get_coordinator_counters", _runtime,
                                           ctypes.POINTER(CoordinatorCounters))

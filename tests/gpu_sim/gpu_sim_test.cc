@@ -50,6 +50,10 @@ TEST(GpuSim, TheSimulatedModuleIsTheOneLoaded) {
   EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CUDA, 1), TUTTI_OK) << LastError();
   EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CUDA, 2), TUTTI_ERR_DEVICE_UNAVAILABLE);
   EXPECT_EQ(LastError(), "gpu sim: no device 2");
+  int32_t nccl = -1;
+  EXPECT_EQ(tutti_nccl_version(&nccl), TUTTI_OK) << LastError();
+  EXPECT_EQ(nccl, 0);  // the simulator runs without NCCL
+  EXPECT_EQ(tutti_nccl_version(nullptr), TUTTI_ERR_INVALID_ARGUMENT);
 }
 
 // Two ranks on one GPU: tuttid stages the set through host memory; every kind works, fused or

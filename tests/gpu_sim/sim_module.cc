@@ -95,6 +95,7 @@ class SimSetDevice final : public SetDevice {
 class SimModule final : public Module {
  public:
   std::string Describe() override { return "gpu sim, " + std::to_string(Devices()) + " device(s)"; }
+  int32_t NcclVersion() override { return 0; }  // the simulator runs without NCCL
   Status CheckDevice(int32_t index) override {
     if (index < 0 || index >= Devices())
       return Status(Code::kDeviceUnavailable, "gpu sim: no device " + std::to_string(index));

@@ -5,6 +5,7 @@ skip without a CUDA device."""
 import ctypes
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -335,3 +336,28 @@ def test_cuda_worker_checks_hold_on_cpu_tensors():
     result = run_job(2, "torch_cuda.py", env={"TUTTI_TEST_DEVICE": "cpu"})
     assert_sections_ok(result, ["allreduce", "broadcast", "allgather", "synchronize",
                                 "side_stream"])
+
+
+def test_build_queries_answer_for_the_gpu_module():
+    """nccl_built()/cuda_built() say whether tutti's GPU module loads: here with a module path
+    that does not exist (0 and False), and with the simulated module (no NCCL: 0, but True)."""
+    code = ("import tutti, tutti.torch as hvd\n"
+            "try:\n    tutti.nccl_version(); print('loaded')\n"
+            "except tutti.DeviceUnavailableError as e:\n    print('unavailable', e)\n"
+            "print(hvd.nccl_built(), hvd.cuda_built())\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
+               TUTTI_LIBRARY=os.path.join(BUILD, "libtutti.so"),
+               TUTTI_GPU_MODULE="/nonexistent/libtutti_cuda.so")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("unavailable cannot load the GPU module"), lines
+    assert lines[1] == "0 False"
+    sim = os.path.join(BUILD, "tests", "libtutti_gpu_sim.so")
+    if not os.path.exists(sim):
+        pytest.skip(f"no simulated GPU module at {sim}")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(env, TUTTI_GPU_MODULE=sim),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["loaded", "0 True"], out.stdout

@@ -384,6 +384,11 @@ TUTTI_API tutti_status_t tutti_request_free(tutti_request_t request);
  * TUTTI_ERR_INVALID_ARGUMENT for an unknown device type or a negative index. Needs no runtime. */
 TUTTI_API tutti_status_t tutti_device_check(int32_t device_type, int32_t device_index);
 
+/* NCCL's version code (ncclGetVersion, e.g. 22809 for 2.28.9; 0: the GPU module runs without
+ * NCCL) of the GPU module device tensors use. TUTTI_ERR_DEVICE_UNAVAILABLE, with the reason,
+ * when the module cannot be loaded (as tutti_device_check). Needs no runtime. Since 0.5. */
+TUTTI_API tutti_status_t tutti_nccl_version(int32_t* version);
+
 /* ---- observability ------------------------------------------------------------------------- */
 /* What this rank's runtime did since tutti_init. Monotonic counters; compare two readings. */
 typedef struct tutti_counters {

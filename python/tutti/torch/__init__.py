@@ -132,30 +132,24 @@ def is_homogeneous():
 
 
 # ---- build queries: true of this tutti, in Horovod's types ---------------------------------------
-def _gpu_available():
-    try:
-        _tutti.device_check("cuda", 0)
-        return True
-    except _tutti.DeviceUnavailableError:
-        return False
-
-
+# Horovod answers for its build; tutti's GPU support is a module loaded at run time, so these
+# answer for the module: installed and loadable here (whether a device exists is
+# tutti.device_check's question).
 def nccl_built():
-    """NCCL's version code (e.g. 21803) when tutti's GPU module can run here, else 0."""
-    if not _gpu_available():
+    """The NCCL version code (e.g. 22809) of tutti's GPU module; 0 when it cannot be loaded."""
+    try:
+        return _tutti.nccl_version()
+    except _tutti.DeviceUnavailableError:
         return 0
-    import torch
-    version = torch.cuda.nccl.version() if hasattr(torch.cuda, "nccl") else 0
-    if isinstance(version, tuple):
-        major, minor, patch = (list(version) + [0, 0])[:3]
-        return major * 10000 + minor * 100 + patch if major >= 2 and minor >= 9 \
-            else major * 1000 + minor * 100 + patch
-    return int(version)
 
 
 def cuda_built():
-    """True when tutti's GPU module is installed and loads (CUDA tensors can be used)."""
-    return _gpu_available()
+    """True when tutti's GPU module is installed and loads."""
+    try:
+        _tutti.nccl_version()
+        return True
+    except _tutti.DeviceUnavailableError:
+        return False
 
 
 def mpi_threads_supported():
