@@ -7,10 +7,12 @@ combines its vector with that of member i XOR 2^k, the lower position's vector a
     adasum(a, b) = (1 - a.b / (2 |a|^2)) a + (1 - a.b / (2 |b|^2)) b
 
 with a coefficient of 1 where a squared norm is below sqrt(DBL_MIN), dot products and norms in
-float64, as Horovod's CPU path computes them. Both partners compute the same combination, so
-after log2(n) levels every member holds the same result. Each level exchanges whole vectors
-(recursive doubling) where Horovod's CPU path halves them: the same tree, more bytes for large
-tensors (docs/python.md, porting table). Sets whose size is not a power of two are refused.
+float64, as Horovod's CPU path computes them. The algorithm is Horovod's recursive vector
+halving: at level k the two partners split the segment they hold, each keeps one half and gets
+the partner's copy of it, the 2^(k+1) members of the block sum their partial dot products and
+norms (a butterfly over the block, so every member gets the same sums), and each combines its
+half; after the last level every member holds 1/n of the result, and the levels are undone in
+reverse to gather it (distance doubling). Sets whose size is not a power of two are refused.
 
 Runs at submission, on the calling thread; the returned request is already complete. Messages
 use tags at or above 2**30, derived from the tensor's name, so concurrent Adasum calls on
@@ -62,7 +64,7 @@ class Group:
 
 
 def combine(a, b):
-    """adasum(a, b) of two float64 vectors, as Horovod computes it."""
+    """adasum(a, b) of two whole float64 vectors (the formula; tree() uses it)."""
     dot = float(torch.dot(a, b))
     anormsq, bnormsq = float(torch.dot(a, a)), float(torch.dot(b, b))
     acoeff = 1.0 - dot / anormsq * 0.5 if anormsq >= _SQRT_DBL_MIN else 1.0
@@ -85,8 +87,24 @@ def check(tensor, process_set):
     return members
 
 
-def _tag(name, level):
-    return _TAG_BASE | ((zlib.crc32(name.encode()) & 0xFFFFFF) << 5) | level
+def _tag(name, step):
+    return _TAG_BASE | ((zlib.crc32(name.encode()) & 0x3FFFFF) << 7) | step
+
+
+class _Exchange:
+    """Swaps tensors with peers of the set, one tag per step of one Adasum call."""
+
+    def __init__(self, name, set_id):
+        self.rt, self.name, self.set_id, self.step = _tutti._rt(), name, set_id, 0
+
+    def swap(self, peer, outgoing, incoming):
+        if self.step >= 128:
+            raise UnsupportedError("Adasum supports process sets of up to 1024 ranks")
+        tag = _tag(self.name, self.step)
+        self.step += 1
+        send = self.rt.send(buffer(outgoing), peer, tag, self.set_id)
+        self.rt.recv(buffer(incoming), peer, tag, self.set_id).wait()
+        send.wait()
 
 
 def allreduce(source, output, name, prescale, postscale, process_set):
@@ -94,26 +112,51 @@ def allreduce(source, output, name, prescale, postscale, process_set):
     members = check(source, process_set)
     if name is None:
         name = f"adasum.noname.{next(_unnamed)}"
-    rt, sid = _tutti._rt(), set_id(process_set)
-    position = members.index(_tutti.rank())
-    mine = contiguous(source.detach()).reshape(-1).to(torch.float64)
+    exchange = _Exchange(name, set_id(process_set))
+    position, n = members.index(_tutti.rank()), len(members)
+    vector = contiguous(source.detach()).reshape(-1).to(torch.float64)
     if prescale != 1.0:
-        mine = mine * prescale
-    theirs = torch.empty_like(mine)
-    distance, level = 1, 0
-    while distance < len(members):
+        vector = vector * prescale
+    lo, hi = 0, vector.numel()
+    segments = []  # (lo, hi) held before each level, to undo them in reverse
+    distance = 1
+    while distance < n:
         peer_position = position ^ distance
-        peer, tag = members[peer_position], _tag(name, level)
-        outgoing = mine.clone()
-        send = rt.send(buffer(outgoing), peer, tag, sid)
-        rt.recv(buffer(theirs), peer, tag, sid).wait()
-        send.wait()
-        lower, upper = (mine, theirs) if position < peer_position else (theirs, mine)
-        mine = combine(lower, upper)
-        distance, level = distance * 2, level + 1
+        lower = position < peer_position
+        mid = lo + (hi - lo) // 2
+        keep = (lo, mid) if lower else (mid, hi)
+        give = (mid, hi) if lower else (lo, mid)
+        theirs = torch.empty(keep[1] - keep[0], dtype=torch.float64)
+        exchange.swap(members[peer_position], vector[give[0]:give[1]].contiguous(), theirs)
+        mine = vector[keep[0]:keep[1]]
+        a, b = (mine, theirs) if lower else (theirs, mine)
+        # Partial sums over this half; the block of 2 * distance members holds the whole vectors.
+        sums = torch.tensor([float(torch.dot(a, b)), float(torch.dot(a, a)),
+                             float(torch.dot(b, b))], dtype=torch.float64)
+        step = 1
+        while step <= distance:
+            other = torch.empty(3, dtype=torch.float64)
+            exchange.swap(members[position ^ step], sums, other)
+            sums = sums + other  # commutative: both sides get the same bits
+            step *= 2
+        dot, anormsq, bnormsq = sums.tolist()
+        acoeff = 1.0 - dot / anormsq * 0.5 if anormsq >= _SQRT_DBL_MIN else 1.0
+        bcoeff = 1.0 - dot / bnormsq * 0.5 if bnormsq >= _SQRT_DBL_MIN else 1.0
+        vector[keep[0]:keep[1]] = acoeff * a + bcoeff * b
+        segments.append((lo, hi, keep, give))
+        lo, hi = keep
+        distance *= 2
+    # Undo the halving: each level's partners swap the halves they computed.
+    while segments:
+        distance //= 2
+        lo, hi, keep, give = segments.pop()
+        received = torch.empty(give[1] - give[0], dtype=torch.float64)
+        exchange.swap(members[position ^ distance], vector[keep[0]:keep[1]].contiguous(),
+                      received)
+        vector[give[0]:give[1]] = received
     if postscale != 1.0:
-        mine = mine * postscale
-    output.copy_(mine.reshape(output.shape).to(output.dtype))
+        vector = vector * postscale
+    output.copy_(vector.reshape(output.shape).to(output.dtype))
     return Done(output)
 
 
