@@ -15,39 +15,15 @@ import tutti as _tutti
 from .compression import Compression
 from .ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async_,
                   sparse_allreduce_async, synchronize)
+from .optimizer_adasum import _DistributedAdasumOptimizer
+from .parameter_names import named
 from .process_sets import global_process_set
 from .state import broadcast_object
 
 
 def is_distributed(optimizer):
     """Whether `optimizer` is one DistributedOptimizer made (its step allreduces)."""
-    return isinstance(optimizer, (_DistributedOptimizer, _DistributedAdasumOptimizer)) or \
-        getattr(optimizer, "_tutti_distributed", False)
-
-
-def _named(optimizer, named_parameters):
-    """The (name, parameter) pairs, checked as Horovod checks them."""
-    if named_parameters is not None:
-        named_parameters = list(named_parameters)
-    else:
-        named_parameters = [(f"allreduce.noname.{i}.{j}", v)
-                            for i, group in enumerate(optimizer.param_groups)
-                            for j, v in enumerate(group["params"])]
-    if any(not isinstance(p, tuple) for p in named_parameters):
-        raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
-                         "usually produced by model.named_parameters().")
-    names = [k for k, _ in named_parameters]
-    dups = sorted({n for n in names if names.count(n) > 1})
-    if dups:
-        raise ValueError("Parameter names in named_parameters must be unique. Found "
-                         "duplicates: %s" % ", ".join(dups))
-    all_ids = {id(v) for group in optimizer.param_groups for v in group["params"]}
-    unnamed = all_ids - {id(v) for _, v in named_parameters}
-    if unnamed:
-        raise ValueError("named_parameters was specified, but one or more model parameters "
-                         "were not named. Python object ids: "
-                         "%s" % ", ".join(str(i) for i in unnamed))
-    return named_parameters
+    return getattr(optimizer, "_tutti_distributed", False)
 
 
 def _split(items, parts):
@@ -69,7 +45,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                  gradient_predivide_factor, groups, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
         self._compression = compression
-        named_parameters = _named(self, named_parameters)
+        named_parameters = named(self, named_parameters)
         self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda x: x[0])}
         self.backward_passes_per_step = backward_passes_per_step
         self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
@@ -260,103 +236,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self.synchronize()
         self._synchronized = False
         return super(self.__class__, self).step(closure)
-
-    def zero_grad(self, *args, **kwargs):
-        if self._handles:
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
-                                 "before optimizer.step() or optimizer.synchronize(). This is "
-                                 "prohibited as it can cause a race condition.")
-        return super(self.__class__, self).zero_grad(*args, **kwargs)
-
-
-class _DistributedAdasumOptimizer(torch.optim.Optimizer):
-    """Horovod's Adasum optimizer: each parameter takes a local step as soon as its gradient is
-    ready; the step's delta is combined with Adasum and added to the parameter's start."""
-    _tutti_distributed = True
-
-    def __init__(self, params, named_parameters, compression, backward_passes_per_step):
-        super(self.__class__, self).__init__(params)
-        self._compression = compression
-        named_parameters = _named(self, named_parameters)
-        self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda x: x[0])}
-        self.backward_passes_per_step = backward_passes_per_step
-        self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
-        self._handles = {}
-        self._grad_accs = []
-        self._requires_update = set()
-        self._starting_models = {p: torch.zeros_like(p, requires_grad=False)
-                                 for _, p in named_parameters}
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.requires_grad:
-                    p.grad = p.data.new(p.size()).zero_()
-                    self._requires_update.add(p)
-                    accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
-                    accumulator.register_hook(self._make_hook(p))
-                    self._grad_accs.append(accumulator)
-
-    def set_backward_passes_per_step(self, passes):
-        self.backward_passes_per_step = passes
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = passes
-
-    def _allreduce_grad_async(self, p):
-        # With start := current, step() computes current - lr f(g); its delta is -lr f(g). Step
-        # on p alone, from a zero start, and the parameter holds exactly the delta.
-        start = self._starting_models[p]
-        stashed = [group["params"] for group in self.param_groups]
-        for group in self.param_groups:
-            group["params"] = [p] if any(p is v for v in group["params"]) else []
-        start.data.copy_(p)
-        super(self.__class__, self).step()
-        p.data.sub_(start)
-        for group, params in zip(self.param_groups, stashed):
-            group["params"] = params
-        compressed, ctx = self._compression.compress(p)
-        return allreduce_async_(compressed.data, name=self._parameter_names.get(p),
-                                op=Adasum), ctx
-
-    def _make_hook(self, p):
-        def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than backward_passes_per_step times "
-                        "before call to step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
-            assert not p.grad.requires_grad
-            assert self._allreduce_delay[p] > 0
-            handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
-                handle, ctx = self._allreduce_grad_async(p)
-            self._handles[p] = (handle, ctx)
-        return hook
-
-    def synchronize(self):
-        pass
-
-    @contextmanager
-    def skip_synchronize(self):
-        raise AssertionError("Skipping synchronization is not supported when using Adasum "
-                             "optimizer.")
-        yield  # a generator, so that the context manager raises on entry
-
-    def step(self, closure=None):
-        loss = closure() if closure is not None else None
-        for p in self._requires_update - set(self._handles):
-            self._handles[p] = self._allreduce_grad_async(p)
-        for p, (handle, ctx) in list(self._handles.items()):
-            if not handle:  # step() before backward_passes_per_step passes: reduce now
-                handle, ctx = self._allreduce_grad_async(p)
-                self._handles[p] = (handle, ctx)
-            delta = self._compression.decompress(synchronize(handle), ctx)
-            start = self._starting_models[p]
-            start.data.add_(delta.data)
-            p.data.copy_(start)
-            self._allreduce_delay[p] = self.backward_passes_per_step
-        self._handles.clear()
-        return loss
 
     def zero_grad(self, *args, **kwargs):
         if self._handles:
