@@ -5,14 +5,17 @@ allreduce, Adasum), and synchronize(handle) returns what Horovod's returns.
 Errors: a call the caller got wrong raises a ValueError subclass at submission; a collective
 that fails raises a HorovodInternalError subclass from synchronize() (tutti.errors).
 """
+import functools
+import inspect
 import itertools
+import threading
 import warnings
 
 import torch
 
 import tutti as _tutti
 from tutti import _capi
-from tutti.errors import InvalidArgumentError, UnsupportedError
+from tutti.errors import DuplicateNameError, InvalidArgumentError, UnsupportedError
 
 from . import adasum as _adasum
 from .process_sets import global_process_set, set_id
@@ -58,6 +61,9 @@ def _register_pending(pending):
 
 def clear_handles():
     _handles.clear()
+    with _names_lock:
+        _names.clear()
+        _name_of_handle.clear()
 
 
 def poll(handle):
@@ -65,7 +71,10 @@ def poll(handle):
     pending = _handles.get(handle)
     if pending is None:
         raise InvalidArgumentError(f"Handle {handle} was not created or has been cleared.")
-    return pending.poll()
+    done = pending.poll()
+    if done:
+        _release(handle)
+    return done
 
 
 def synchronize(handle):
@@ -77,7 +86,62 @@ def synchronize(handle):
     pending = _handles.pop(handle, None)
     if pending is None:
         return None
-    return pending.wait()
+    try:
+        return pending.wait()
+    finally:
+        _release(handle)
+
+
+# ---- names in use -------------------------------------------------------------------------------
+# A named request's name stays taken, per set, until its handle is synchronized (or polled done):
+# a second request of that name raises DuplicateNameError (a ValueError) at once. The library
+# refuses a name only while its collective is in flight, which a fast collective may have left
+# already when the script's next line reuses the name; Horovod's users rely on the error.
+_names_lock = threading.Lock()
+_names = set()            # (set id, name)
+_name_of_handle = {}      # handle -> (set id, name)
+
+
+def _claim(name, process_set):
+    if name is None:
+        return None
+    key = (set_id(process_set), name)
+    with _names_lock:
+        if key in _names:
+            raise DuplicateNameError(f"a request named '{name}' is already pending on process "
+                                     f"set {key[0]}", -4)
+        _names.add(key)
+    return key
+
+
+def _release(handle):
+    with _names_lock:
+        key = _name_of_handle.pop(handle, None)
+        if key is not None:
+            _names.discard(key)
+
+
+def _named_request(function):
+    """Takes the request's name for its handle's lifetime (see above)."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def submit(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        key = _claim(bound.arguments.get("name"), bound.arguments.get("process_set"))
+        try:
+            handle = function(*args, **kwargs)
+        except BaseException:
+            if key is not None:
+                with _names_lock:
+                    _names.discard(key)
+            raise
+        if key is not None:
+            with _names_lock:
+                _name_of_handle[handle] = key
+        return handle
+    return submit
 
 
 # ---- reduce ops ---------------------------------------------------------------------------------
@@ -106,6 +170,7 @@ def _allreduce(source, output, name, op, prescale, postscale, process_set, prior
 
 
 # ---- allreduce ----------------------------------------------------------------------------------
+@_named_request
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=global_process_set):
     """Reduces into a new tensor; returns a handle."""
@@ -116,6 +181,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     return _register(request, lambda _: output)
 
 
+@_named_request
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=global_process_set, priority=0):
     """Reduces `tensor` in place; returns a handle (synchronize returns `tensor`)."""
@@ -143,6 +209,7 @@ def _grouped_allreduce(sources, outputs, name, op, prescale, postscale, process_
                                           set_id(process_set), op, prescale, postscale)
 
 
+@_named_request
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set):
     op = reduce_op(op, average)
@@ -153,6 +220,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     return _register(request, lambda _: outputs)
 
 
+@_named_request
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set):
     op = reduce_op(op, average)
@@ -199,23 +267,27 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 
 
 # ---- allgather, broadcast, alltoall, reducescatter ----------------------------------------------
+@_named_request
 def allgather_async(tensor, name=None, process_set=global_process_set):
     return _register(_tutti._rt().allgather(buffer(contiguous(tensor.detach())), new_tensor,
                                             name, set_id(process_set)))
 
 
+@_named_request
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     return _register(_tutti._rt().grouped_allgather(
         [buffer(contiguous(t.detach())) for t in tensors], new_tensor, name,
         set_id(process_set)))
 
 
+@_named_request
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     output = contiguous(tensor.detach()).clone()
     request = _tutti._rt().broadcast(buffer(output), root_rank, name, set_id(process_set))
     return _register(request, lambda _: output)
 
 
+@_named_request
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     work = contiguous(tensor)
     request = _tutti._rt().broadcast(buffer(work), root_rank, name, set_id(process_set))
@@ -226,6 +298,7 @@ def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
 
+@_named_request
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """synchronize returns (received rows, rows received from each member), as Horovod 0.28."""
     if isinstance(splits, torch.Tensor):
@@ -250,6 +323,7 @@ def _reducescatter_op(op):
     return op
 
 
+@_named_request
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
     op = _reducescatter_op(op)
@@ -258,6 +332,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
                                                 postscale_factor))
 
 
+@_named_request
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=global_process_set,
                                 prescale_factor=1.0, postscale_factor=1.0):
     """One reducescatter per tensor, submitted together (tutti fuses what fits); synchronize
