@@ -22,6 +22,19 @@ def _any_requires_grad(tensors):
     return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
+def _reduce_compressed(compression, tensors, differentiable, plain):
+    """The reductions' common frame: compress each tensor, reduce them through the autograd
+    Function (`differentiable(*compressed)`) when one requires grad, else directly
+    (`plain(compressed)`), and decompress each result."""
+    pairs = [compression.compress(t) for t in tensors]
+    compressed = [c for c, _ in pairs]
+    if _any_requires_grad(compressed):
+        results = differentiable(*compressed)
+    else:
+        results = plain(compressed)
+    return [compression.decompress(r, ctx) for r, (_, ctx) in zip(results, pairs)]
+
+
 # ---- allreduce ----------------------------------------------------------------------------------
 class _Allreduce(torch.autograd.Function):
     @staticmethod
@@ -42,14 +55,10 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces into a new tensor (the input is not modified); differentiable."""
     op = reduce_op(op, average)
-    compressed, ctx = compression.compress(tensor)
-    if _any_requires_grad([compressed]):
-        result = _Allreduce.apply(compressed, name, op, prescale_factor, postscale_factor,
-                                  process_set)
-    else:
-        result = synchronize(allreduce_async(compressed, None, name, op, prescale_factor,
-                                             postscale_factor, process_set))
-    return compression.decompress(result, ctx)
+    args = (name, op, prescale_factor, postscale_factor, process_set)
+    return _reduce_compressed(
+        compression, [tensor], lambda t: [_Allreduce.apply(t, *args)],
+        lambda ts: [synchronize(allreduce_async(ts[0], None, *args))])[0]
 
 
 class _GroupedAllreduce(torch.autograd.Function):
@@ -70,16 +79,10 @@ class _GroupedAllreduce(torch.autograd.Function):
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     op = reduce_op(op, average)
-    pairs = [compression.compress(t) for t in tensors]
-    compressed = [p[0] for p in pairs]
-    if _any_requires_grad(compressed):
-        results = _GroupedAllreduce.apply(name, op, prescale_factor, postscale_factor,
-                                          process_set, *compressed)
-    else:
-        results = synchronize(grouped_allreduce_async(compressed, None, name, op,
-                                                      prescale_factor, postscale_factor,
-                                                      process_set))
-    return [compression.decompress(r, p[1]) for r, p in zip(results, pairs)]
+    args = (name, op, prescale_factor, postscale_factor, process_set)
+    return _reduce_compressed(
+        compression, tensors, lambda *ts: _GroupedAllreduce.apply(*args, *ts),
+        lambda ts: synchronize(grouped_allreduce_async(ts, None, *args)))
 
 
 # ---- allgather ----------------------------------------------------------------------------------
@@ -214,14 +217,10 @@ class _Reducescatter(torch.autograd.Function):
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
                   process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
     """Reduces over the set and returns this member's share of rows; differentiable."""
-    compressed, ctx = compression.compress(tensor)
-    if _any_requires_grad([compressed]):
-        result = _Reducescatter.apply(compressed, name, op, process_set, prescale_factor,
-                                      postscale_factor)
-    else:
-        result = synchronize(reducescatter_async(compressed, name, op, process_set,
-                                                 prescale_factor, postscale_factor))
-    return compression.decompress(result, ctx)
+    args = (name, op, process_set, prescale_factor, postscale_factor)
+    return _reduce_compressed(
+        compression, [tensor], lambda t: [_Reducescatter.apply(t, *args)],
+        lambda ts: [synchronize(reducescatter_async(ts[0], *args))])[0]
 
 
 class _GroupedReducescatter(torch.autograd.Function):
@@ -242,12 +241,7 @@ class _GroupedReducescatter(torch.autograd.Function):
 def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=Average,
                           process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
-    pairs = [compression.compress(t) for t in tensors]
-    compressed = [p[0] for p in pairs]
-    if _any_requires_grad(compressed):
-        results = _GroupedReducescatter.apply(name, op, process_set, prescale_factor,
-                                              postscale_factor, *compressed)
-    else:
-        results = synchronize(grouped_reducescatter_async(compressed, name, op, process_set,
-                                                          prescale_factor, postscale_factor))
-    return [compression.decompress(r, p[1]) for r, p in zip(results, pairs)]
+    args = (name, op, process_set, prescale_factor, postscale_factor)
+    return _reduce_compressed(
+        compression, tensors, lambda *ts: _GroupedReducescatter.apply(*args, *ts),
+        lambda ts: synchronize(grouped_reducescatter_async(ts, *args)))

@@ -16,7 +16,7 @@ from .compression import Compression
 from .ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async_,
                   sparse_allreduce_async, synchronize)
 from .optimizer_adasum import _DistributedAdasumOptimizer
-from .parameter_names import named
+from . import optimizer_common as common
 from .process_sets import global_process_set
 from .state import broadcast_object
 
@@ -45,7 +45,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                  gradient_predivide_factor, groups, sparse_as_dense, process_set):
         super(self.__class__, self).__init__(params)
         self._compression = compression
-        named_parameters = named(self, named_parameters)
+        named_parameters = common.named(self, named_parameters)
         self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda x: x[0])}
         self.backward_passes_per_step = backward_passes_per_step
         self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
@@ -86,10 +86,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._allreduce_delay[p] = self.backward_passes_per_step
         super(self.__class__, self).load_state_dict(*args, **kwargs)
 
-    def set_backward_passes_per_step(self, passes):
-        self.backward_passes_per_step = passes
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = passes
+    set_backward_passes_per_step = common.set_backward_passes_per_step
 
     def _form_groups(self):
         trainable = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
@@ -112,14 +109,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _register_hooks(self):
         if self._groups is not None:
             self._form_groups()
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.requires_grad:
-                    self._requires_update.add(p)
-                    # The gradient accumulator's hook runs once p.grad holds this pass's sum.
-                    accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
-                    accumulator.register_hook(self._make_hook(p))
-                    self._grad_accs.append(accumulator)
+        common.hook_accumulators(self)
 
     def _allreduce_grad_async(self, p):
         if p.grad is None:
@@ -153,17 +143,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than backward_passes_per_step times "
-                        "before call to step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
-            assert not p.grad.requires_grad
-            assert self._allreduce_delay[p] > 0
             handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
+            if common.count_pass(self, p):
                 if self._groups is not None:
                     group = self._p_to_group[p]
                     self._group_counts[group] += 1
@@ -238,10 +219,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, *args, **kwargs):
-        if self._handles:
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
-                                 "before optimizer.step() or optimizer.synchronize(). This is "
-                                 "prohibited as it can cause a race condition.")
+        common.check_zero_grad(self)
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 import torch
 
 from .ops import Adasum, allreduce_async_, synchronize
-from .parameter_names import named
+from . import optimizer_common as common
 
 
 class _DistributedAdasumOptimizer(torch.optim.Optimizer):
@@ -17,7 +17,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step):
         super(self.__class__, self).__init__(params)
         self._compression = compression
-        named_parameters = named(self, named_parameters)
+        named_parameters = common.named(self, named_parameters)
         self._parameter_names = {v: k for k, v in sorted(named_parameters, key=lambda x: x[0])}
         self.backward_passes_per_step = backward_passes_per_step
         self._allreduce_delay = {v: backward_passes_per_step for _, v in named_parameters}
@@ -26,19 +26,10 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         self._requires_update = set()
         self._starting_models = {p: torch.zeros_like(p, requires_grad=False)
                                  for _, p in named_parameters}
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.requires_grad:
-                    p.grad = p.data.new(p.size()).zero_()
-                    self._requires_update.add(p)
-                    accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
-                    accumulator.register_hook(self._make_hook(p))
-                    self._grad_accs.append(accumulator)
+        common.hook_accumulators(self, prepare=lambda p: setattr(p, "grad",
+                                                                 p.data.new(p.size()).zero_()))
 
-    def set_backward_passes_per_step(self, passes):
-        self.backward_passes_per_step = passes
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = passes
+    set_backward_passes_per_step = common.set_backward_passes_per_step
 
     def _allreduce_grad_async(self, p):
         # With start := current, step() computes current - lr f(g); its delta is -lr f(g). Step
@@ -58,19 +49,8 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than backward_passes_per_step times "
-                        "before call to step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
-            assert not p.grad.requires_grad
-            assert self._allreduce_delay[p] > 0
-            handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
-                handle, ctx = self._allreduce_grad_async(p)
-            self._handles[p] = (handle, ctx)
+            due = common.count_pass(self, p)
+            self._handles[p] = self._allreduce_grad_async(p) if due else (None, None)
         return hook
 
     def synchronize(self):
@@ -99,8 +79,5 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         return loss
 
     def zero_grad(self, *args, **kwargs):
-        if self._handles:
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
-                                 "before optimizer.step() or optimizer.synchronize(). This is "
-                                 "prohibited as it can cause a race condition.")
+        common.check_zero_grad(self)
         return super(self.__class__, self).zero_grad(*args, **kwargs)
