@@ -31,6 +31,7 @@ TUTTI_SAME_CODE(TUTTI_ERR_UNSUPPORTED, kUnsupported);
 TUTTI_SAME_CODE(TUTTI_ERR_EVICTED, kEvicted);
 TUTTI_SAME_CODE(TUTTI_ERR_LIMIT_EXCEEDED, kLimitExceeded);
 TUTTI_SAME_CODE(TUTTI_ERR_DEVICE_UNAVAILABLE, kDeviceUnavailable);
+TUTTI_SAME_CODE(TUTTI_ERR_REFORMED, kReformed);
 #undef TUTTI_SAME_CODE
 }  // namespace
 
@@ -57,6 +58,7 @@ const char* StatusString(tutti_status_t status) {
     case TUTTI_ERR_LIMIT_EXCEEDED: return "limit exceeded: tuttid refused the request to protect itself and other jobs (too many pending tensors, jobs or registrations); see the message for the limit and its setting";
     case TUTTI_ERR_DEVICE_UNAVAILABLE: return "device unavailable: this process cannot use the tensor's device (library built without GPU support, GPU module or CUDA/NCCL libraries not loadable, or no such device); tutti_last_error() says which, tutti_device_check() tests in advance";
     case TUTTI_ERR_EVICTED: return "evicted: the coordinator declared this rank lost after it stopped responding; it cannot rejoin the job, restart it";
+    case TUTTI_ERR_REFORMED: return "re-formed: an elastic job lost a rank and moved to its next membership epoch; requests of the earlier epoch on sets that lost a member failed; restore, re-sync and go on (tutti_membership_epoch, tutti_rank and tutti_size give the new world)";
     default: return "unknown status: not a tutti status code";
   }
 }

@@ -48,6 +48,7 @@ Runtime::Runtime(const RuntimeOptions& options)
     : options_(options),
       timeline_(options.rank, "rank " + std::to_string(options.rank)),
       sets_(options.rank),
+      world_(options.size, 0, {}),
       owner_(getpid()) {}
 
 Status Runtime::Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* runtime) {
@@ -81,12 +82,21 @@ Status Runtime::Rendezvous() {
   request.set_stall_shutdown_ms(options_.stall_shutdown_ms);
   request.set_transport(options_.transport);
   request.set_last_membership_epoch(MembershipMemory::Last(options_.job));
+  request.set_elastic(options_.elastic.on);
+  request.set_min_size(options_.elastic.min_size);
+  request.set_max_size(options_.elastic.max_size);
+  request.set_elastic_timeout_ms(options_.elastic.timeout_ms);
   if (!options_.timeline.empty())
     TUTTI_RETURN_IF_ERROR(timeline_.Start(RankTimelinePath(options_.timeline, options_.rank)));
   for (const auto& set : options_.static_sets)
     request.add_static_sets()->mutable_ranks()->Add(set.begin(), set.end());
   TUTTI_RETURN_IF_ERROR(link_->Register(request, &welcome_));
   MembershipMemory::Joined(options_.job, welcome_.membership_epoch());
+  std::vector<int32_t> world(options_.size);
+  for (int32_t r = 0; r < options_.size; ++r) world[r] = r;
+  world_.Reform(world, welcome_.membership_epoch(),
+                {welcome_.local_rank(), welcome_.local_size(), welcome_.cross_rank(),
+                 welcome_.cross_size()});
 
   if (welcome_.job_secret().size() != transport::kJobSecretBytes)
     return Status(Code::kVersionMismatch,
@@ -100,14 +110,13 @@ Status Runtime::Rendezvous() {
                                               options_.transport, &routes_));
   p2p_ = std::make_unique<PointToPoint>(device_.get(), options_.rank, routes_,
                                         Ms(options_.timeout_ms));
-  std::vector<int32_t> world(options_.size);
-  for (int32_t r = 0; r < options_.size; ++r) world[r] = r;
   // A lane opens before its set becomes visible: once it is, a submission on it may be answered.
-  OpenLane(0, world);
+  OpenLane(0, world, 0);
   sets_.Insert(0, world);
   for (const auto& set : welcome_.static_sets()) {
     std::vector<int32_t> ranks(set.ranks().begin(), set.ranks().end());
-    if (std::binary_search(ranks.begin(), ranks.end(), options_.rank)) OpenLane(set.id(), ranks);
+    if (std::binary_search(ranks.begin(), ranks.end(), options_.rank))
+      OpenLane(set.id(), ranks, set.id());
     sets_.Insert(set.id(), ranks);
   }
   return Status::Ok();
@@ -149,11 +158,14 @@ Status Runtime::PeerStats(int32_t set_id, int32_t peer, transport::PeerStats* st
   std::vector<int32_t> members;
   TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &members));
   if (!std::binary_search(members.begin(), members.end(), options_.rank))
-    return Status(Code::kNotAMember, "rank " + std::to_string(options_.rank) +
+    return Status(Code::kNotAMember, "rank " + std::to_string(rank()) +
                                          " is not a member of process set " + std::to_string(set_id));
-  if (peer == options_.rank || !std::binary_search(members.begin(), members.end(), peer))
+  const int32_t peer_slot = world_.SlotOf(peer);
+  if (peer_slot < 0 || peer_slot == options_.rank ||
+      !std::binary_search(members.begin(), members.end(), peer_slot))
     return Invalid("rank " + std::to_string(peer) + " is not another member of process set " +
                    std::to_string(set_id));
+  peer = peer_slot;
   std::lock_guard<std::mutex> lock(mu_);
   auto lane = lanes_.find(set_id);
   if (lane == lanes_.end()) return Status(Code::kUnknownSet, "process set " + std::to_string(set_id) + " has no lane");
@@ -161,7 +173,7 @@ Status Runtime::PeerStats(int32_t set_id, int32_t peer, transport::PeerStats* st
   return Status::Ok();
 }
 
-void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks) {
+void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_t channel) {
   Lane::CommIdRelay relay{
       [this, set_id](int32_t group, const std::string& id) {
         std::lock_guard<std::mutex> lock(link_mu_);
@@ -171,9 +183,16 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks) {
                      std::string* id) {
         return comm_ids_.Take(set_id, group, deadline, interrupted, id);
       }};
+  // A data-plane connection that closed under a collective is reported, so that tuttid finds out
+  // at once whether the peer died (docs/elastic.md, "Detection").
+  auto report_closed = [this, set_id](int32_t peer) {
+    std::lock_guard<std::mutex> lock(link_mu_);
+    if (link_) link_->SendPeerReport(set_id, peer);
+  };
   auto lane = std::make_unique<Lane>(set_id, ranks, options_.rank,
-                                     device_->CreateContext(set_id, options_.rank, routes_),
-                                     Ms(options_.timeout_ms), &counters_, &timeline_, std::move(relay));
+                                     device_->CreateContext(channel, options_.rank, routes_),
+                                     Ms(options_.timeout_ms), &counters_, &timeline_, std::move(relay),
+                                     std::move(report_closed));
   std::lock_guard<std::mutex> lock(mu_);
   lanes_[set_id] = std::move(lane);
 }
@@ -182,6 +201,13 @@ void Runtime::Abort() {
   // Peers first: they learn it from tuttid while this rank unwinds.
   link_->SendAbort();
   FailEverything(Status(Code::kAborted, "aborted: this rank called tutti_abort"));
+}
+
+void Runtime::RememberMembershipEpoch(uint64_t epoch) { MembershipMemory::Joined(options_.job, epoch); }
+
+int32_t Runtime::RankForUser(int32_t slot) const {
+  const int32_t rank = world_.RankOf(slot);
+  return rank >= 0 ? rank : slot;
 }
 
 Status Runtime::QueryCoordinatorCounters(wire::CoordinatorCounters* counters) {

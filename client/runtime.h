@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,7 @@
 #include "client/runtime_options.h"
 #include "client/set_registry.h"
 #include "client/submission_checks.h"
+#include "client/world_map.h"
 #include "common/timeline.h"
 
 namespace tutti::client {
@@ -42,12 +44,17 @@ class Runtime : private LinkListener {
   // Leaves the job; pending requests fail with kShutDown.
   ~Runtime();
 
-  int32_t rank() const { return options_.rank; }
-  int32_t size() const { return options_.size; }
-  int32_t local_rank() const { return welcome_.local_rank(); }
-  int32_t local_size() const { return welcome_.local_size(); }
-  int32_t cross_rank() const { return welcome_.cross_rank(); }
-  int32_t cross_size() const { return welcome_.cross_size(); }
+  // The world in the current membership epoch (they change when an elastic job re-forms).
+  int32_t rank() const { return world_.RankOf(options_.rank); }
+  int32_t size() const { return world_.size(); }
+  int32_t local_rank() const { return world_.placement().local_rank; }
+  int32_t local_size() const { return world_.placement().local_size; }
+  int32_t cross_rank() const { return world_.placement().cross_rank; }
+  int32_t cross_size() const { return world_.placement().cross_size; }
+  uint64_t membership_epoch() const { return world_.membership_epoch(); }
+  // Waits until this rank is in a membership epoch later than `after` (an elastic job re-formed
+  // after a request failed); kTimeout after `timeout_ms`, or the runtime's failure.
+  Status AwaitEpoch(uint64_t after, int64_t timeout_ms, uint64_t* epoch);
   int64_t timeout_ms() const { return options_.timeout_ms; }
   // The process that created the runtime: after fork() only it may use the runtime.
   pid_t owner() const { return owner_; }
@@ -87,7 +94,12 @@ class Runtime : private LinkListener {
   explicit Runtime(const RuntimeOptions& options);
   // Registers with tuttid and waits for the whole world (runtime.cc).
   Status Rendezvous();
-  void OpenLane(int32_t set_id, const std::vector<int32_t>& ranks);
+  // `channel`: the data-plane id of this incarnation of the set (runtime_elastic.cc).
+  void OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_t channel);
+  // The rank of `slot` for messages and results (WorldMap); the slot itself if it left.
+  int32_t RankForUser(int32_t slot) const;
+  // The job's next registration from this process says it was in `epoch` (docs/lifecycle.md).
+  void RememberMembershipEpoch(uint64_t epoch);
 
   // Submission (runtime_submit.cc). Negotiated collectives, single (`grouped` false, one input
   // and output) or grouped: checked, named, then announced all or none.
@@ -114,7 +126,10 @@ class Runtime : private LinkListener {
   void OnExecute(wire::Execute& execute) override;
   void OnTensorRefused(int32_t set_id, const std::string& name, const Status& why) override;
   void OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& status) override;
+  void OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& status) override;
   void OnCommId(int32_t set_id, int32_t device_group, const std::string& id) override;
+  // Elastic re-formation (runtime_elastic.cc).
+  void OnReformed(const wire::Reformed& reformed) override;
   void OnLinkDead(const Status& status) override;
   // While this rank is joined to `set_id`: a request for its share in a collective the others
   // run (identity values, no rows, or a relay buffer); else null.
@@ -129,8 +144,14 @@ class Runtime : private LinkListener {
   Timeline timeline_;
   std::unique_ptr<transport::Device> device_;
   wire::Welcome welcome_;
-  std::vector<transport::PeerRoute> routes_;  // by global rank, from the welcome
-  SetRegistry sets_;
+  std::vector<transport::PeerRoute> routes_;  // by slot, from the welcome
+  SetRegistry sets_;  // in slots
+  WorldMap world_;
+  // Held across a submission's checks and announcement, and across applying a re-formation, so
+  // that every request belongs wholly to one membership epoch.
+  std::mutex submit_mu_;
+  std::mutex epoch_mu_;
+  std::condition_variable epoch_cv_;  // notified when the membership epoch changes or the runtime dies
 
   const pid_t owner_;
 

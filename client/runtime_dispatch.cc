@@ -91,6 +91,8 @@ void Runtime::FailEverything(const Status& status) {
   }
   if (p2p_) p2p_->AbortAll(status);
   for (int32_t id : sets) FailPending(id, status);
+  { std::lock_guard<std::mutex> lock(epoch_mu_); }  // AwaitEpoch sees dead_ or waits now
+  epoch_cv_.notify_all();
 }
 
 std::shared_ptr<Request> Runtime::JoinedShare(int32_t set_id, const wire::TensorSpec& spec) {

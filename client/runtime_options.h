@@ -30,6 +30,15 @@ struct RequestedOptions {
   std::optional<std::string> transport;  // "auto", "tcp" or "shm"
 };
 
+// Elastic jobs (docs/elastic.md), from TUTTI_ELASTIC, TUTTI_MIN_SIZE, TUTTI_MAX_SIZE and
+// TUTTI_ELASTIC_TIMEOUT (seconds).
+struct ElasticOptions {
+  bool on = false;
+  int32_t min_size = 0;        // 0: 1
+  int32_t max_size = 0;        // 0: no maximum
+  int64_t timeout_ms = 600000; // below min_size this long ends the job (Horovod's default: 600 s)
+};
+
 constexpr int64_t kDefaultFusionThreshold = 1 << 20;  // docs/fusion.md: measured
 constexpr int32_t kDefaultCacheCapacity = 1024;
 
@@ -54,6 +63,7 @@ struct RuntimeOptions {
   // each pair; a forced backend that cannot reach a peer is an error, never a silent fallback.
   std::string transport = "auto";
   CurveClientKeys curve;
+  ElasticOptions elastic;
 };
 
 // Resolves `requested` against the environment (TUTTI_*, then OpenMPI, Slurm and torchrun

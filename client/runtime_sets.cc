@@ -18,8 +18,9 @@ Status Runtime::AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, in
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return dead_;
   }
-  std::vector<int32_t> members;
-  TUTTI_RETURN_IF_ERROR(link_->AddSet(ranks, timeout_ms, set_id, &members));
+  std::vector<int32_t> slots, members;
+  TUTTI_RETURN_IF_ERROR(world_.ToSlots(ranks, &slots));
+  TUTTI_RETURN_IF_ERROR(link_->AddSet(slots, timeout_ms, set_id, &members));
   const bool member = std::binary_search(members.begin(), members.end(), options_.rank);
   bool has_lane;
   {
@@ -27,7 +28,7 @@ Status Runtime::AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, in
     has_lane = lanes_.count(*set_id) > 0;
   }
   // The lane first: once the set is visible, a submission on it may be answered at once.
-  if (member && !has_lane) OpenLane(*set_id, members);
+  if (member && !has_lane) OpenLane(*set_id, members, *set_id);
   sets_.Insert(*set_id, members);
   return Status::Ok();
 }
@@ -82,11 +83,15 @@ Status Runtime::Join(int32_t set_id, int64_t timeout_ms, int32_t* last_rank) {
     std::lock_guard<std::mutex> lock(mu_);
     if (--joined_[set_id] == 0) joined_.erase(set_id);
   }
+  if (status.ok()) *last_rank = RankForUser(*last_rank);
   return status;
 }
 
 Status Runtime::ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) const {
-  return sets_.Ranks(set_id, ranks);
+  std::vector<int32_t> slots;
+  TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &slots));
+  *ranks = world_.ToRanks(slots);
+  return Status::Ok();
 }
 
 }  // namespace tutti::client

@@ -30,12 +30,17 @@ bool IsPointToPoint(wire::CollectiveKind kind) {
 }  // namespace
 
 Status Runtime::Submit(CollectiveArgs args, std::shared_ptr<Request>* request) {
+  // Rank arguments are read in the membership epoch the request is submitted in.
+  std::lock_guard<std::mutex> submit(submit_mu_);
   if (IsPointToPoint(args.kind)) {
     TUTTI_RETURN_IF_ERROR(sets_.CheckMember(args.set_id));
     std::vector<int32_t> members;
     TUTTI_RETURN_IF_ERROR(sets_.Ranks(args.set_id, &members));
     Request::Operation op;
-    TUTTI_RETURN_IF_ERROR(CheckSubmission(args, options_.rank, members, &op));
+    // Checked as the application numbers ranks (so that errors name its numbers), then moved to
+    // slots (client/world_map.h).
+    TUTTI_RETURN_IF_ERROR(CheckSubmission(args, rank(), world_.ToRanks(members), &op));
+    args.root = world_.SlotOf(args.root);
     return SubmitPointToPoint(args, std::move(op), request);
   }
   const std::vector<TensorArgs> inputs{args.input}, outputs{args.output};
@@ -45,6 +50,7 @@ Status Runtime::Submit(CollectiveArgs args, std::shared_ptr<Request>* request) {
 Status Runtime::SubmitGroup(CollectiveArgs args, const std::vector<TensorArgs>& inputs,
                             const std::vector<TensorArgs>& outputs,
                             std::shared_ptr<Request>* request) {
+  std::lock_guard<std::mutex> submit(submit_mu_);
   return SubmitNegotiated(std::move(args), inputs, outputs, /*grouped=*/true, request);
 }
 
@@ -56,12 +62,15 @@ Status Runtime::SubmitNegotiated(CollectiveArgs args, const std::vector<TensorAr
   TUTTI_RETURN_IF_ERROR(sets_.Ranks(args.set_id, &members));
   auto part_name = [&](size_t i) { return args.name + "[" + std::to_string(i) + "]"; };
   std::vector<Request::Operation> ops(inputs.size());
+  const std::vector<int32_t> member_ranks = world_.ToRanks(members);
   for (size_t i = 0; i < inputs.size(); ++i) {
     CollectiveArgs one = args;
     if (grouped) one.name = args.name.empty() ? "" : part_name(i);
     one.input = inputs[i];
     if (!outputs.empty()) one.output = outputs[i];
-    TUTTI_RETURN_IF_ERROR(CheckSubmission(one, options_.rank, members, &ops[i]));
+    // As for send and recv: checked in ranks, sent in slots.
+    TUTTI_RETURN_IF_ERROR(CheckSubmission(one, rank(), member_ranks, &ops[i]));
+    if (one.kind == wire::COLLECTIVE_BROADCAST) ops[i].spec.set_root(world_.SlotOf(one.root));
     TUTTI_RETURN_IF_ERROR(RecordProducer(one.input, &ops[i]));
   }
   // Named only once valid: an automatic name consumed by a refused call would put this rank's
@@ -112,7 +121,7 @@ Status Runtime::SubmitPointToPoint(const CollectiveArgs& args, Request::Operatio
 Status Runtime::Broken(int32_t set_id, const std::vector<int32_t>& members) {
   if (!dead_.ok()) return dead_;
   if (joined_.count(set_id))
-    return Status(Code::kInvalidArgument, "rank " + std::to_string(options_.rank) + " has joined process set " +
+    return Status(Code::kInvalidArgument, "rank " + std::to_string(rank()) + " has joined process set " +
                    std::to_string(set_id) + "; it cannot submit there until every member joined");
   auto lane = lanes_.find(set_id);
   if (lane != lanes_.end()) TUTTI_RETURN_IF_ERROR(lane->second->broken());

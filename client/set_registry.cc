@@ -12,6 +12,11 @@ void SetRegistry::Insert(int32_t set_id, std::vector<int32_t> sorted_ranks) {
   entry.removed = false;
 }
 
+void SetRegistry::ResetAutoNames(int32_t set_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sets_[set_id].auto_names = 0;
+}
+
 void SetRegistry::MarkRemoved(int32_t set_id) {
   std::lock_guard<std::mutex> lock(mu_);
   sets_[set_id].removed = true;

@@ -17,6 +17,8 @@ class SetRegistry {
 
   void Insert(int32_t set_id, std::vector<int32_t> sorted_ranks);
   void MarkRemoved(int32_t set_id);
+  // The set re-formed (docs/elastic.md): its automatic names count from 0 again.
+  void ResetAutoNames(int32_t set_id);
 
   // The set's sorted ranks, or kUnknownSet (never seen here, or removed).
   Status Ranks(int32_t set_id, std::vector<int32_t>* ranks) const;

@@ -29,6 +29,7 @@ enum class Code : int {
   kEvicted = -17,
   kLimitExceeded = -18,
   kDeviceUnavailable = -19,
+  kReformed = -20,
 };
 
 class [[nodiscard]] Status {

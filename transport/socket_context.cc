@@ -94,6 +94,7 @@ Status SocketContext::SendRecv(int32_t to, const void* send_buf, size_t send_len
   char* recv_bytes = static_cast<char*>(recv_buf);
   size_t sent = 0, received = 0;
   auto lost = [&](int32_t peer, const Status& why) {
+    closed_peer_ = peer;
     return broken_ = Status(Code::kPeerLost,
                             "peer lost: rank " + std::to_string(peer) + ": " + why.message());
   };
@@ -148,6 +149,7 @@ Status SocketContext::Relay(int32_t to, int32_t from, size_t len, size_t granule
   if ((out && !out->has_windows()) || (in && !in->has_windows()))
     return Status(Code::kInternal, "relay over a channel without shared memory");
   auto lost = [&](int32_t peer) {
+    closed_peer_ = peer;
     return broken_ = Status(Code::kPeerLost,
                             "peer lost: rank " + std::to_string(peer) + ": connection closed");
   };

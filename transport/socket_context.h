@@ -25,6 +25,7 @@ class SocketContext : public Context {
                   const std::function<void(size_t)>& on_received = nullptr) override;
   void Abort(const Status& status) override;
   PeerStats Stats(int32_t peer) const override;
+  int32_t closed_peer() const override { return closed_peer_; }
   bool CanRelayInPlace(const std::vector<int32_t>& ranks) const override;
   Status Relay(int32_t to, int32_t from, size_t len, size_t granule, Deadline deadline,
                const RelayFn& fn) override;
@@ -52,6 +53,7 @@ class SocketContext : public Context {
   std::vector<pollfd> poll_fds_;
   // A failed connection leaves its stream in an unknown state: every later call fails the same way.
   Status broken_;
+  int32_t closed_peer_ = -1;
 
   AbortLatch abort_;
 };

@@ -61,6 +61,10 @@ class Context {
   // (a peer was declared lost, the coordinator is gone). The only method any thread may call.
   virtual void Abort(const Status& status) = 0;
 
+  // After a call failed with kPeerLost because a connection closed: the rank at its other end
+  // (-1 if none closed). The owning thread only.
+  virtual int32_t closed_peer() const { return -1; }
+
   // The transport with global rank `peer` and the bytes moved with it. Any thread.
   virtual PeerStats Stats(int32_t peer) const = 0;
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <random>
 
 #include "proto/status_codec.h"
 
@@ -19,6 +20,21 @@ constexpr int kSendWaitMs = 1000;
 // Client-side margin over a deadline the coordinator enforces itself, so that its precise error
 // (naming missing ranks) arrives before the client gives up on the coordinator.
 constexpr auto kCoordinatorGrace = std::chrono::seconds(5);
+
+// A routing id of the link's own, kept across reconnections: tuttid knows a rank that lost its
+// TCP connection (it was frozen, the network broke) when it comes back, and tells an evicted one
+// so, however long it was away (ZeroMQ would give a reconnection a fresh id). Random, so that no
+// two links share one; ZeroMQ reserves ids starting with a zero byte.
+std::string NewRoutingId() {
+  std::random_device device;
+  std::string id(16, '\0');
+  for (size_t i = 0; i < id.size(); i += 4) {
+    const uint32_t word = device();
+    std::memcpy(&id[i], &word, 4);
+  }
+  id[0] = 't';
+  return id;
+}
 
 }  // namespace
 
@@ -45,6 +61,7 @@ CoordinatorLink::CoordinatorLink(std::string endpoint, LinkListener* listener, C
                              ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
     throw zmq::error_t();
   monitor_.connect(monitor_endpoint);
+  socket_.set(zmq::sockopt::routing_id, NewRoutingId());
   socket_.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
   socket_.set(zmq::sockopt::linger, kLingerMs);
   socket_.set(zmq::sockopt::sndtimeo, kSendWaitMs);
@@ -65,7 +82,7 @@ void CoordinatorLink::Stop() {
     if (registered_ && dead_.ok()) {
       wire::Frame bye;
       bye.mutable_bye();
-      outbox_.push_back(wire::Encode(bye, epoch_));
+      outbox_.push_back(Stamp(bye));
     }
   }
   Wake();
@@ -78,6 +95,29 @@ CoordinatorLink::~CoordinatorLink() {
   monitor_.close();
   socket_.close();
   close(wakeup_);
+}
+
+std::string CoordinatorLink::Stamp(wire::Frame& frame) const {
+  frame.set_membership_epoch(membership_epoch_);
+  return wire::Encode(frame, epoch_);
+}
+
+void CoordinatorLink::EnterEpoch(uint64_t membership_epoch, const std::vector<int32_t>& changed_sets) {
+  std::lock_guard<std::mutex> lock(mu_);
+  membership_epoch_ = membership_epoch;
+  for (int32_t id : changed_sets) announced_.DropSet(id);
+}
+
+void CoordinatorLink::SendPeerReport(int32_t set_id, int32_t rank) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!registered_ || !dead_.ok()) return;
+    wire::Frame frame;
+    frame.mutable_peer_report()->set_rank(rank);
+    frame.mutable_peer_report()->set_set_id(set_id);
+    outbox_.push_back(Stamp(frame));
+  }
+  Wake();
 }
 
 void CoordinatorLink::Wake() {
@@ -115,6 +155,7 @@ Status CoordinatorLink::Register(const wire::Register& request, wire::Welcome* w
     std::lock_guard<std::mutex> lock(mu_);
     registered_ = true;
     epoch_ = welcome->coordinator_epoch();
+    membership_epoch_ = welcome->membership_epoch();
     heartbeat_interval_ = std::chrono::milliseconds(std::max<int64_t>(welcome->heartbeat_interval_ms(), 1));
     lease_ = std::chrono::milliseconds(std::max<int64_t>(welcome->lease_ms(), 1));
   }
@@ -130,7 +171,7 @@ Status CoordinatorLink::Roundtrip(wire::Frame request, uint64_t request_id,
     if (stopping_) return Status(Code::kShutDown, "the runtime is shutting down");
     if (!dead_.ok()) return dead_;
     answer = calls_[request_id].get_future();
-    outbox_.push_back(wire::Encode(request, epoch_));
+    outbox_.push_back(Stamp(request));
   }
   Wake();
   if (answer.wait_until(deadline) != std::future_status::ready) {
@@ -233,7 +274,7 @@ void CoordinatorLink::SendAbort() {
     if (!registered_ || !dead_.ok()) return;
     wire::Frame frame;
     frame.mutable_abort();
-    outbox_.push_back(wire::Encode(frame, epoch_));
+    outbox_.push_back(Stamp(frame));
   }
   Wake();
 }
@@ -247,7 +288,7 @@ void CoordinatorLink::SendCommId(int32_t set_id, int32_t group, const std::strin
     comm_id->set_set_id(set_id);
     comm_id->set_device_group(group);
     comm_id->set_id(id);
-    outbox_.push_back(wire::Encode(frame, epoch_));
+    outbox_.push_back(Stamp(frame));
   }
   Wake();
 }
@@ -261,7 +302,7 @@ void CoordinatorLink::Flush(bool announcements) {
     if (!announced_.empty() && (announcements || !outbox_.empty())) {
       wire::Frame frame;
       const auto drained = announced_.Drain(frame.mutable_announce());
-      frames.push_back(wire::Encode(frame, epoch_));
+      frames.push_back(Stamp(frame));
       Counters::Add(counters_->announce_messages, 1);
       Counters::Add(counters_->announce_bytes, frames.back().size());
       Counters::Add(counters_->tensors_announced, drained.full);
@@ -325,11 +366,25 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
     case wire::Frame::kFault: {
       const wire::Fault& fault = frame.fault();
       const Status status = wire::ToStatus(fault.error());
-      // No rank lost: tuttid itself is going away.
-      if (fault.lost_ranks_size() == 0 && status.code() == Code::kCoordinatorLost) return Die(status);
+      if (fault.broken_sets_size() > 0)
+        return listener_->OnSetsBroken({fault.broken_sets().begin(), fault.broken_sets().end()},
+                                       status);
+      // No rank lost: the job is over for this rank (tuttid is stopping, an elastic job ended).
+      if (fault.lost_ranks_size() == 0) return Die(status);
       listener_->OnRanksLost({fault.lost_ranks().begin(), fault.lost_ranks().end()}, status);
       return;
     }
+    case wire::Frame::kProbe: {
+      // Answered from this thread, which is what tuttid asks about.
+      wire::Frame echo;
+      echo.mutable_probe()->set_nonce(frame.probe().nonce());
+      std::lock_guard<std::mutex> lock(mu_);
+      outbox_.push_back(Stamp(echo));
+      return;
+    }
+    case wire::Frame::kReformed:
+      listener_->OnReformed(frame.reformed());
+      return;
     case wire::Frame::kCommId: {
       const wire::CommId& relayed = frame.comm_id();
       listener_->OnCommId(relayed.set_id(), relayed.device_group(), relayed.id());

@@ -77,10 +77,18 @@ class CoordinatorLink {
   void SendAbort();
   // Sends the NCCL unique id of (set, group) for tuttid to relay to the set's other members.
   void SendCommId(int32_t set_id, int32_t group, const std::string& id);
+  // This rank's data-plane connection to `rank` closed while `set_id` used it. Fire and forget.
+  void SendPeerReport(int32_t set_id, int32_t rank);
+  // An elastic job re-formed (docs/elastic.md): later frames carry `membership_epoch`, and the
+  // announcements still queued for `changed_sets` are dropped with their cache state (their
+  // requests fail with the re-formation).
+  void EnterEpoch(uint64_t membership_epoch, const std::vector<int32_t>& changed_sets);
 
  private:
   void Run();
   void Wake();
+  // Encodes `frame` with this link's coordinator and membership epochs. Caller holds mu_.
+  std::string Stamp(wire::Frame& frame) const;
   // Sends the outbox, and the queued announcements if `announcements` (or if the outbox holds
   // anything they must precede).
   void Flush(bool announcements);
@@ -128,6 +136,7 @@ class CoordinatorLink {
   bool stopping_ = false;
   Status dead_;  // set once the link is dead; later calls fail with it
   uint64_t epoch_ = 0;
+  uint64_t membership_epoch_ = 0;
   std::chrono::milliseconds heartbeat_interval_{0}, lease_{0};
 
   // I/O thread only.

@@ -24,6 +24,11 @@ class LinkListener {
   virtual void OnTensorRefused(int32_t set_id, const std::string& name, const Status& why) = 0;
   // tuttid declared `lost_ranks` lost: every set containing one fails with `status`.
   virtual void OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& status) = 0;
+  // Sets broken with no rank lost (a member lost its data-plane connection to a rank that still
+  // answers tuttid): their pending and later requests fail with `status`.
+  virtual void OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& status) = 0;
+  // An elastic job re-formed into a new membership epoch (docs/elastic.md).
+  virtual void OnReformed(const wire::Reformed& reformed) = 0;
   // The NCCL unique id of (set, device group), relayed from the set's first member.
   virtual void OnCommId(int32_t set_id, int32_t device_group, const std::string& id) = 0;
   // The link is dead for good (coordinator lost or stopping, this rank evicted, tuttid restarted,

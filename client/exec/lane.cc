@@ -19,7 +19,8 @@ std::string ToUpper(std::string text) {
 
 Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
            std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
-           Counters* counters, Timeline* timeline, CommIdRelay relay)
+           Counters* counters, Timeline* timeline, CommIdRelay relay,
+           std::function<void(int32_t)> report_closed)
     : set_id_(set_id),
       members_(MemberList(std::move(members))),
       self_(self),
@@ -27,7 +28,8 @@ Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
       step_timeout_(step_timeout),
       counters_(counters),
       timeline_(timeline),
-      relay_(std::move(relay)) {
+      relay_(std::move(relay)),
+      report_closed_(std::move(report_closed)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -64,8 +66,15 @@ void Lane::Run() {
     }
     Status status = Execute(work);
     if (status.code() == Code::kPeerLost) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (broken_.ok()) broken_ = Status(status.code(), peer_lost_cause_);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (broken_.ok()) broken_ = Status(status.code(), peer_lost_cause_);
+      }
+      const int32_t closed = context_->closed_peer();
+      if (closed >= 0 && report_closed_ && !reported_closed_) {
+        reported_closed_ = true;
+        report_closed_(closed);
+      }
     }
     Counters::Add(counters_->collectives, 1);
     Counters::Add(counters_->tensors_executed, work.size());

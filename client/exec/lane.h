@@ -30,10 +30,12 @@ class Lane {
                        std::string* id)> await;
   };
 
-  // `counters` and `timeline` outlive the lane.
+  // `counters` and `timeline` outlive the lane. `report_closed(peer)` runs on the lane thread,
+  // once, when a collective failed because the data-plane connection to `peer` closed.
   Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
        std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
-       Counters* counters, Timeline* timeline, CommIdRelay relay);
+       Counters* counters, Timeline* timeline, CommIdRelay relay,
+       std::function<void(int32_t peer)> report_closed = nullptr);
   // Runs what is still queued, then joins the thread. Every member released the same queue, so
   // draining it keeps the members in step when a set is removed; at finalize the device is shut
   // down first and each queued collective fails at once with kShutDown.
@@ -85,6 +87,8 @@ class Lane {
   std::vector<char> fusion_buffer_;  // lane thread only; grows to the largest fused collective
   std::string peer_lost_cause_;  // lane thread only
   const CommIdRelay relay_;
+  const std::function<void(int32_t)> report_closed_;
+  bool reported_closed_ = false;  // lane thread only
   DeviceLaneState device_state_;  // lane thread only; destroyed with the lane, after the thread
 
   std::mutex mu_;

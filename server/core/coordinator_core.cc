@@ -104,23 +104,46 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
   // Answers to anything but announcements must not overtake the responses announcements released.
   if (!frame.has_announce() && !frame.has_heartbeat() && !frame.has_counters_query())
     job.FlushReleased(out);
+  // A set change asked in an elastic job's earlier membership epoch numbered its ranks there.
+  const Status stale = job.Stale(frame.membership_epoch(), -1);
   switch (frame.body_case()) {
-    case wire::Frame::kSetAdd: job.SetAdd(rank, frame.set_add(), now, out); break;
-    case wire::Frame::kSetRemove: job.SetRemove(rank, frame.set_remove(), now, out); break;
-    case wire::Frame::kAnnounce: job.Announce(rank, frame.announce(), size, now, out); break;
+    case wire::Frame::kSetAdd:
+      if (!stale.ok())
+        out->push_back({peer, frames::SetReply(frame.set_add().request_id(), -1, stale, {})});
+      else
+        job.SetAdd(rank, frame.set_add(), now, out);
+      break;
+    case wire::Frame::kSetRemove:
+      if (!stale.ok())
+        out->push_back({peer, frames::SetReply(frame.set_remove().request_id(),
+                                               frame.set_remove().set_id(), stale, {})});
+      else
+        job.SetRemove(rank, frame.set_remove(), now, out);
+      break;
+    case wire::Frame::kAnnounce:
+      job.Announce(rank, frame.announce(), size, frame.membership_epoch(), now, out);
+      break;
+    case wire::Frame::kPeerReport: job.PeerReport(rank, frame.peer_report(), now, out); break;
+    case wire::Frame::kProbe: job.ProbeAnswered(rank, frame.probe(), out); break;
     case wire::Frame::kCountersQuery:
       out->push_back({peer, frames::Counters(frame.counters_query().request_id(), job.counters())});
       break;
     case wire::Frame::kHeartbeat:
       out->push_back({peer, frames::Heartbeat()});
       break;
-    case wire::Frame::kJoin: job.Join(rank, frame.join(), now, out); break;
+    case wire::Frame::kJoin:
+      if (!stale.ok())
+        out->push_back({peer, frames::JoinReply(frame.join().request_id(), frame.join().set_id(),
+                                                stale, -1)});
+      else
+        job.Join(rank, frame.join(), now, out);
+      break;
     case wire::Frame::kCommId: job.CommId(rank, frame.comm_id(), out); break;
     case wire::Frame::kAbort:
       job.Abort(rank, out);
       CollectEvicted(job);
       // The last live rank aborted: no Bye or lease will end the job later.
-      if (job.everyone_left()) DropJob(job.id(), job.membership_epoch());
+      if (job.everyone_left()) DropJob(job.id(), job.generation());
       break;
     case wire::Frame::kBye:
       // Only welcomed ranks say Bye (a rank whose registration failed has nothing to leave).
@@ -129,7 +152,7 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
       if (job.everyone_left()) {
         spdlog::info("job '{}': all ranks left membership epoch {}", job.id(),
                      job.membership_epoch());
-        DropJob(job.id(), job.membership_epoch());
+        DropJob(job.id(), job.generation());
       }
       break;
     default: break;  // DecodeClientFrame admits nothing else
@@ -212,12 +235,21 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
              Status(Code::kAuthFailed, fmt::format("wrong token for job '{}'", msg.job())), out);
       return;
     }
+    if (newest.elastic() && newest.rank_gone(msg.rank()) && !newest.everyone_left())
+      return Refuse(peer, msg.job(), msg.rank(),
+                    Status(Code::kUnsupported,
+                           fmt::format("unsupported: rank {} of elastic job '{}' left and the job "
+                                       "runs on without it; adding ranks to a running elastic job "
+                                       "is not supported yet (docs/elastic.md)",
+                                       msg.rank(), msg.job())),
+                    out);
     if (!newest.rank_gone(msg.rank())) job = &newest;
   }
   if (!job) {
     uint64_t membership_epoch = msg.last_membership_epoch() + 1;
     if (it != jobs_.end())
-      membership_epoch = std::max(membership_epoch, it->second.rbegin()->first + 1);
+      membership_epoch =
+          std::max(membership_epoch, it->second.rbegin()->second->membership_epoch() + 1);
     const int64_t timeout = msg.rendezvous_timeout_ms() > 0 ? msg.rendezvous_timeout_ms()
                                                             : default_rendezvous_timeout_ms_;
     auto created = std::make_unique<Job>(msg.job(), membership_epoch, msg.token(), msg.size(),
@@ -236,26 +268,38 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
   if (!status.ok()) {
     Refuse(peer, msg.job(), msg.rank(), status, out);
     // A generation this registration created and could not join holds no one.
-    if (job->peers().empty()) DropJob(msg.job(), job->membership_epoch());
+    if (job->peers().empty()) DropJob(msg.job(), job->generation());
     return;
   }
-  members_[peer] = Member{msg.job(), job->membership_epoch(), msg.rank()};
-  if (job->failed()) DropJob(msg.job(), job->membership_epoch());
+  members_[peer] = Member{msg.job(), job->generation(), msg.rank()};
+  if (job->failed()) DropJob(msg.job(), job->generation());
 }
 
-void CoordinatorCore::DropJob(std::string id, uint64_t membership_epoch) {
+void CoordinatorCore::Unreachable(const std::string& peer, Outbox* out) {
+  auto member = members_.find(peer);
+  if (member == members_.end()) return;
+  Job& job = JobOf(member->second);
+  job.ConnectionClosed(member->second.rank, out);
+  CollectEvicted(job);
+  if (job.everyone_left()) DropJob(job.id(), job.generation());
+}
+
+void CoordinatorCore::CheckConnections(Outbox* out) const {
+  ForEachJob([&](const Job& job) { job.CheckConnections(out); });
+}
+
+void CoordinatorCore::DropJob(std::string id, uint64_t key) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
-  auto generation = it->second.find(membership_epoch);
+  auto generation = it->second.find(key);
   if (generation == it->second.end()) return;
   for (const std::string& peer : generation->second->peers()) {
     auto member = members_.find(peer);
-    if (member != members_.end() && member->second.membership_epoch == membership_epoch)
+    if (member != members_.end() && member->second.generation == key)
       members_.erase(member);
   }
   for (auto t = evicted_.begin(); t != evicted_.end();)
-    t = t->second.job == id && t->second.membership_epoch == membership_epoch ? evicted_.erase(t)
-                                                                              : std::next(t);
+    t = t->second.job == id && t->second.generation == key ? evicted_.erase(t) : std::next(t);
   it->second.erase(generation);  // `id` is a copy: it may have been the job's own id()
   if (it->second.empty()) {
     job_address_.erase(id);
@@ -266,7 +310,7 @@ void CoordinatorCore::DropJob(std::string id, uint64_t membership_epoch) {
 void CoordinatorCore::CollectEvicted(Job& job) {
   for (auto& [peer, status] : job.TakeEvicted()) {
     members_.erase(peer);
-    evicted_[peer] = Tombstone{job.id(), job.membership_epoch(), std::move(status)};
+    evicted_[peer] = Tombstone{job.id(), job.generation(), std::move(status)};
   }
 }
 
@@ -288,9 +332,9 @@ void CoordinatorCore::Tick(Clock::time_point now, Outbox* out) {
     if (!deadline || *deadline > now) return;
     job.Tick(now, out);
     CollectEvicted(job);
-    if (job.failed() || job.everyone_left()) failed.emplace_back(job.id(), job.membership_epoch());
+    if (job.failed() || job.everyone_left()) failed.emplace_back(job.id(), job.generation());
   });
-  for (const auto& [id, membership_epoch] : failed) DropJob(id, membership_epoch);
+  for (const auto& [id, key] : failed) DropJob(id, key);
 }
 
 std::optional<Clock::time_point> CoordinatorCore::NextDeadline() const {

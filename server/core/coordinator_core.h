@@ -65,6 +65,12 @@ class CoordinatorCore {
   // Fires the deadlines that passed (rendezvous, process-set changes).
   void Tick(Clock::time_point now, Outbox* out);
   std::optional<Clock::time_point> NextDeadline() const;
+  // The socket has no connection for routing id `peer` (a send found no route): a rank behind it
+  // is lost now (docs/elastic.md, "Detection").
+  void Unreachable(const std::string& peer, Outbox* out);
+  // Some control connection closed: queues a heartbeat to every live rank, whose sends find the
+  // routes that are gone.
+  void CheckConnections(Outbox* out) const;
   // tuttid is stopping: tells every rank of every job (docs/failures.md).
   void GoingAway(Outbox* out) const;
 
@@ -73,7 +79,7 @@ class CoordinatorCore {
  private:
   struct Member {
     std::string job;
-    uint64_t membership_epoch;
+    uint64_t generation;  // Job::generation()
     int32_t rank;
   };
   // The generations of one job id, by membership epoch (docs/lifecycle.md): usually one; two
@@ -89,8 +95,8 @@ class CoordinatorCore {
   void RefuseLimited(const std::string& limit, const std::string& peer, const wire::Register& msg,
                      const std::string& message, Outbox* out);
   // Drops one generation of job `id` (the job id once its last generation is gone).
-  void DropJob(std::string id, uint64_t membership_epoch);  // a copy: may be a job's own id()
-  Job& JobOf(const Member& member) { return *jobs_.at(member.job).at(member.membership_epoch); }
+  void DropJob(std::string id, uint64_t generation);  // a copy: may be a job's own id()
+  Job& JobOf(const Member& member) { return *jobs_.at(member.job).at(member.generation); }
   // Calls f(Job&) for every generation of every job.
   template <typename F>
   void ForEachJob(F&& f) const {
@@ -114,7 +120,7 @@ class CoordinatorCore {
   std::map<std::string, Member> members_;  // by routing id
   struct Tombstone {
     std::string job;
-    uint64_t membership_epoch;
+    uint64_t generation;
     Status status;
   };
   // Routing ids of ranks declared lost, kept while their job lives: whatever they send later is

@@ -42,6 +42,26 @@ wire::Frame Fault(const std::vector<int32_t>& lost_ranks, const Status& status) 
   return frame;
 }
 
+wire::Frame SetsBroken(const std::vector<int32_t>& set_ids, const Status& status) {
+  wire::Frame frame;
+  auto* fault = frame.mutable_fault();
+  fault->mutable_broken_sets()->Add(set_ids.begin(), set_ids.end());
+  wire::ToWire(status, fault->mutable_error());
+  return frame;
+}
+
+wire::Frame Probe(uint64_t nonce) {
+  wire::Frame frame;
+  frame.mutable_probe()->set_nonce(nonce);
+  return frame;
+}
+
+wire::Frame Reformed(wire::Reformed reformed) {
+  wire::Frame frame;
+  *frame.mutable_reformed() = std::move(reformed);
+  return frame;
+}
+
 wire::Frame Welcome(wire::Welcome welcome) {
   wire::Frame frame;
   *frame.mutable_welcome() = std::move(welcome);

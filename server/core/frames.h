@@ -22,6 +22,12 @@ wire::Frame SetReply(uint64_t request_id, int32_t set_id, const Status& status,
 wire::Frame JoinReply(uint64_t request_id, int32_t set_id, const Status& status, int32_t last_rank);
 // Ranks declared lost, with the status their sets fail with; none lost: tuttid itself goes away.
 wire::Frame Fault(const std::vector<int32_t>& lost_ranks, const Status& status);
+// Process sets broken with no rank lost (a member lost its data-plane connection to a rank that
+// still answers tuttid).
+wire::Frame SetsBroken(const std::vector<int32_t>& set_ids, const Status& status);
+// Is the rank's I/O thread alive? It echoes the frame.
+wire::Frame Probe(uint64_t nonce);
+wire::Frame Reformed(wire::Reformed reformed);
 wire::Frame Welcome(wire::Welcome welcome);
 wire::Frame Execute(wire::Execute execute);
 // A set's NCCL unique id, relayed unchanged from its first member.

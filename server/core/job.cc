@@ -18,6 +18,7 @@ Job::Job(std::string id, uint64_t membership_epoch, std::string token, int32_t s
          Clock::time_point rendezvous_deadline, int64_t rendezvous_timeout_ms, std::string secret,
          uint64_t epoch, Policy policy)
     : id_(std::move(id)),
+      generation_(membership_epoch),
       membership_epoch_(membership_epoch),
       token_(std::move(token)),
       size_(size),
@@ -115,10 +116,17 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
   }
 }
 
-void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock::time_point now,
-                   Outbox* out) {
+void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, uint64_t sender_epoch,
+                   Clock::time_point now, Outbox* out) {
   counters_.set_announce_messages(counters_.announce_messages() + 1);
   for (const auto& set : msg.sets()) {
+    // Announced before the rank heard that this set re-formed: its requests failed there already,
+    // and its cache bits name slots of the set's previous negotiator.
+    const Status stale = Stale(sender_epoch, set.set_id());
+    if (!stale.ok()) {
+      for (const auto& spec : set.tensors()) Refuse(rank, stale, set.set_id(), spec.name(), out);
+      continue;
+    }
     auto it = negotiators_.find(set.set_id());
     std::vector<wire::Response> ready;
     if (it == negotiators_.end()) {
@@ -183,7 +191,9 @@ void Job::Tick(Clock::time_point now, Outbox* out) {
   if (!welcomed_) return;
   InspectStalls(now, out);
   ExpireJoins(now, out);
+  ExpireProbes(now, out);
   ExpireLeases(now, out);
+  ExpireMinimum(now, out);
 }
 
 void Job::InspectStalls(Clock::time_point now, Outbox* out) {
@@ -222,6 +232,12 @@ std::optional<Clock::time_point> Job::NextDeadline() const {
   const auto lease = std::chrono::milliseconds(policy_.lease_ms);
   for (int32_t r = 0; r < size_; ++r)
     if (alive(r) && (!next || last_seen_[r] + lease < *next)) next = last_seen_[r] + lease;
+  for (const auto& [rank, probe] : probes_)
+    if (!next || probe.deadline < *next) next = probe.deadline;
+  if (below_minimum_since_) {
+    const auto end = *below_minimum_since_ + std::chrono::milliseconds(elastic_.timeout_ms);
+    if (!next || end < *next) next = end;
+  }
   return next;
 }
 

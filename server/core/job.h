@@ -40,6 +40,9 @@ class Job {
     size_t max_pending_tensors = SIZE_MAX;
     ServiceMetrics* metrics = nullptr;  // tuttid's Prometheus series, if it exposes them
     RecentErrors* errors = nullptr;     // tuttid's list of recent errors, for its status page
+    // How long a rank reported by a peer (PeerReport) has to echo tuttid's Probe before it is
+    // declared lost (docs/elastic.md, "Detection").
+    int64_t probe_timeout_ms = 50;
   };
 
   // `membership_epoch`: which generation of job `id` this is (docs/lifecycle.md).
@@ -48,7 +51,11 @@ class Job {
       uint64_t epoch, Policy policy);
 
   const std::string& id() const { return id_; }
+  // The epoch the generation started in: its key among the job's generations. An elastic job's
+  // membership_epoch() grows past it as the job re-forms (docs/elastic.md).
+  uint64_t generation() const { return generation_; }
   uint64_t membership_epoch() const { return membership_epoch_; }
+  bool elastic() const { return elastic_.on; }
   // Whether `rank` was welcomed into this generation and has left it (or was lost): a new
   // registration of that rank then starts the next generation.
   bool rank_gone(int32_t rank) const {
@@ -72,8 +79,9 @@ class Job {
   void SetRemove(int32_t rank, const wire::SetRemove& msg, Clock::time_point now, Outbox* out);
   // `bytes`: the encoded size of the frame, for the counters. What it completes is held until
   // FlushReleased, so that everything one batch of frames completes can fuse.
-  void Announce(int32_t rank, const wire::Announce& msg, size_t bytes, Clock::time_point now,
-                Outbox* out);
+  // `sender_epoch`: the membership epoch the rank sent it in (Frame.membership_epoch).
+  void Announce(int32_t rank, const wire::Announce& msg, size_t bytes, uint64_t sender_epoch,
+                Clock::time_point now, Outbox* out);
   // Sends the responses held back by Announce. Called once the frames waiting in the socket were
   // read, and before handling any other kind of frame (whose answers must not overtake them).
   void FlushReleased(Outbox* out);
@@ -89,6 +97,20 @@ class Job {
   void Abort(int32_t rank, Outbox* out);
   // Any frame from `rank` proves its I/O path alive.
   void Touch(int32_t rank, Clock::time_point now);
+
+  // Fast failure detection (job_detection.cc, docs/elastic.md).
+  // `rank` lost its data-plane connection to msg.rank(): tuttid probes that rank.
+  void PeerReport(int32_t rank, const wire::PeerReport& msg, Clock::time_point now, Outbox* out);
+  // `rank` echoed a probe.
+  void ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out);
+  // tuttid's control connection to `rank` is gone (a send found no route): it is lost now.
+  void ConnectionClosed(int32_t rank, Outbox* out);
+  // Some control connection closed: a frame to every live rank finds out whose (the service's
+  // send reports the one without a route, as ConnectionClosed).
+  void CheckConnections(Outbox* out) const;
+  // A frame of an elastic job's earlier membership epoch that concerns `set_id` (-1: the job's
+  // set changes) is stale once the set changed since: the status to refuse it with, or ok.
+  Status Stale(uint64_t sender_epoch, int32_t set_id) const;
   // Routing ids of ranks declared lost since the last call, with what to tell them if they speak.
   std::vector<std::pair<std::string, Status>> TakeEvicted();
 
@@ -134,6 +156,23 @@ class Job {
   // Fails the joins whose timeout passed, naming the members that never joined.
   void ExpireJoins(Clock::time_point now, Outbox* out);
 
+  // Elastic re-formation (job_elastic.cc): `rank` is lost; the survivors form the next epoch, sets
+  // that lost it go on without it, the others are untouched.
+  void Reform(int32_t rank, const Status& why, Outbox* out);
+  // Ends an elastic job that stayed below its minimum size for its elastic timeout.
+  void ExpireMinimum(Clock::time_point now, Outbox* out);
+  // Where each of `slots` (sorted) sits on its host and across hosts (Horovod's local and cross
+  // ranks), indexed like `slots`.
+  struct Placement {
+    std::vector<int32_t> local_rank, local_size, cross_rank, cross_size;
+  };
+  Placement Place(const std::vector<int32_t>& slots) const;
+  std::vector<int32_t> LiveSlots() const;
+  // Declares lost the ranks whose probe went unanswered.
+  void ExpireProbes(Clock::time_point now, Outbox* out);
+  // Takes `rank` out as lost for `why` and tombstones its routing id (evicted_).
+  void Evict(int32_t rank, const std::string& why, Outbox* out);
+
   // Leases and eviction (job_leases.cc).
   // Takes `rank` out of the job: its sets break, pending work involving it fails with `status`
   // on the others; `fault` also tells every live rank (not done for an orderly leave, where
@@ -144,7 +183,27 @@ class Job {
   bool alive(int32_t rank) const { return state_[rank] == RankState::kAlive; }
 
   std::string id_;
+  const uint64_t generation_;
   uint64_t membership_epoch_;
+  struct Elastic {
+    bool on = false;
+    int32_t min_size = 0;
+    int32_t max_size = 0;
+    int64_t timeout_ms = 0;
+  } elastic_;
+  // Since when an elastic job has fewer live ranks than its minimum (ExpireMinimum).
+  std::optional<Clock::time_point> below_minimum_since_;
+  // Elastic jobs: the membership epoch each set last changed in; frames of earlier epochs about
+  // it are stale (Stale).
+  std::map<int32_t, uint64_t> set_changed_in_;
+  // Probes in flight (PeerReport): by probed rank.
+  struct ProbeWait {
+    uint64_t nonce;
+    Clock::time_point deadline;
+    std::vector<std::pair<int32_t, int32_t>> reports;  // (reporting rank, its set)
+  };
+  std::map<int32_t, ProbeWait> probes_;
+  uint64_t next_nonce_ = 1;
   std::string token_;
   int32_t size_;
   Clock::time_point rendezvous_deadline_;

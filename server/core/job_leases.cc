@@ -36,6 +36,10 @@ void Job::Abort(int32_t rank, Outbox* out) {
 
 void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   if (!alive(rank)) return;
+  probes_.erase(rank);
+  // An elastic job re-forms around a lost rank instead of breaking its sets. An orderly leave
+  // does not re-form it: at the end of training ranks finalize one after the other.
+  if (fault && elastic_.on) return Reform(rank, status, out);
   state_[rank] = RankState::kLost;
   ++gone_;
   if (fault && policy_.metrics) policy_.metrics->RankLost();
@@ -65,20 +69,23 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   }
 }
 
+void Job::Evict(int32_t rank, const std::string& why, Outbox* out) {
+  if (!alive(rank)) return;
+  spdlog::warn("job '{}': rank {} lost: {}", id_, rank, why);
+  Remove(rank, Status(Code::kPeerLost, fmt::format("peer lost: rank {}: {}", rank, why)),
+         /*fault=*/true, out);
+  evicted_.emplace_back(peer_of_rank_[rank],
+                        Status(Code::kEvicted,
+                               fmt::format("evicted: rank {} of job '{}' was declared lost ({}); "
+                                           "it can no longer take part in the job",
+                                           rank, id_, why)));
+}
+
 void Job::ExpireLeases(Clock::time_point now, Outbox* out) {
   const auto lease = std::chrono::milliseconds(policy_.lease_ms);
-  for (int32_t r = 0; r < size_; ++r) {
-    if (!alive(r) || now - last_seen_[r] < lease) continue;
-    const std::string why = fmt::format("no heartbeat for {} ms", policy_.lease_ms);
-    spdlog::warn("job '{}': rank {} lost: {}", id_, r, why);
-    Remove(r, Status(Code::kPeerLost, fmt::format("peer lost: rank {}: {}", r, why)),
-           /*fault=*/true, out);
-    evicted_.emplace_back(peer_of_rank_[r],
-                          Status(Code::kEvicted,
-                                 fmt::format("evicted: rank {} of job '{}' was declared lost ({}); "
-                                             "it can no longer take part in the job",
-                                             r, id_, why)));
-  }
+  for (int32_t r = 0; r < size_; ++r)
+    if (alive(r) && now - last_seen_[r] >= lease)
+      Evict(r, fmt::format("no heartbeat for {} ms", policy_.lease_ms), out);
 }
 
 }  // namespace tutti::server

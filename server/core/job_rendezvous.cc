@@ -87,6 +87,8 @@ void Job::Welcome(Outbox* out) {
   };
   stall_warning_ = threshold(registrations_[0]->stall_warning_ms(), policy_.stall_warning_ms);
   stall_shutdown_ = threshold(registrations_[0]->stall_shutdown_ms(), policy_.stall_shutdown_ms);
+  const wire::Register& first = *registrations_[0];
+  elastic_ = Elastic{first.elastic(), first.min_size(), first.max_size(), first.elastic_timeout_ms()};
 
   const std::vector<int32_t>* world = nullptr;
   (void)sets_.Members(0, &world);
@@ -113,27 +115,13 @@ void Job::Welcome(Outbox* out) {
   base.set_lease_ms(policy_.lease_ms);
   base.set_cache_capacity(static_cast<int32_t>(cache_capacity_));
 
-  // local_rank: position among the ranks of the same host; cross_rank: position among the ranks
-  // with the same local_rank (Horovod's definitions).
-  std::vector<int32_t> local_rank(size_), local_size(size_), cross_rank(size_), cross_size(size_);
-  for (int32_t r = 0; r < size_; ++r)
-    for (int32_t q = 0; q < size_; ++q)
-      if (registrations_[q]->host() == registrations_[r]->host()) {
-        local_size[r]++;
-        if (q < r) local_rank[r]++;
-      }
-  for (int32_t r = 0; r < size_; ++r)
-    for (int32_t q = 0; q < size_; ++q)
-      if (local_rank[q] == local_rank[r]) {
-        cross_size[r]++;
-        if (q < r) cross_rank[r]++;
-      }
+  const Placement place = Place(*world);
   for (int32_t r = 0; r < size_; ++r) {
     wire::Welcome welcome = base;
-    welcome.set_local_rank(local_rank[r]);
-    welcome.set_local_size(local_size[r]);
-    welcome.set_cross_rank(cross_rank[r]);
-    welcome.set_cross_size(cross_size[r]);
+    welcome.set_local_rank(place.local_rank[r]);
+    welcome.set_local_size(place.local_size[r]);
+    welcome.set_cross_rank(place.cross_rank[r]);
+    welcome.set_cross_size(place.cross_size[r]);
     out->push_back({peer_of_rank_[r], frames::Welcome(std::move(welcome))});
   }
   welcomed_ = true;
@@ -142,6 +130,27 @@ void Job::Welcome(Outbox* out) {
   std::fill(last_seen_.begin(), last_seen_.end(), Clock::now());
   spdlog::info("job '{}': all {} ranks joined (membership epoch {})", id_, size_,
                membership_epoch_);
+}
+
+Job::Placement Job::Place(const std::vector<int32_t>& slots) const {
+  // local_rank: position among the ranks of the same host; cross_rank: position among the ranks
+  // with the same local_rank (Horovod's definitions).
+  const size_t n = slots.size();
+  Placement p{std::vector<int32_t>(n), std::vector<int32_t>(n), std::vector<int32_t>(n),
+              std::vector<int32_t>(n)};
+  for (size_t r = 0; r < n; ++r)
+    for (size_t q = 0; q < n; ++q)
+      if (registrations_[slots[q]]->host() == registrations_[slots[r]]->host()) {
+        p.local_size[r]++;
+        if (q < r) p.local_rank[r]++;
+      }
+  for (size_t r = 0; r < n; ++r)
+    for (size_t q = 0; q < n; ++q)
+      if (p.local_rank[q] == p.local_rank[r]) {
+        p.cross_size[r]++;
+        if (q < r) p.cross_rank[r]++;
+      }
+  return p;
 }
 
 void Job::RefuseAll(Code code, const std::string& message, Outbox* out) {

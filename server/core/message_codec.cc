@@ -38,6 +38,16 @@ Status ValidateRegister(const wire::Register& r) {
     return Invalid(fmt::format("register: cache capacity {} outside [0, {}]", r.cache_capacity(),
                                kMaxCacheCapacity));
   if (r.fusion_threshold() < 0) return Invalid("register: negative fusion threshold");
+  if (r.elastic()) {
+    if (r.min_size() < 0 || r.min_size() > r.size())
+      return Invalid(fmt::format("register: elastic minimum size {} outside [0, {}]", r.min_size(),
+                                 r.size()));
+    if (r.max_size() != 0 && r.max_size() < r.size())
+      return Invalid(fmt::format("register: elastic maximum size {} below the world size {}",
+                                 r.max_size(), r.size()));
+    if (r.elastic_timeout_ms() < 0) return Invalid("register: negative elastic timeout");
+    TUTTI_RETURN_IF_ERROR(CheckTimeoutLimit("register: elastic timeout", r.elastic_timeout_ms()));
+  }
   return Status::Ok();
 }
 
@@ -143,6 +153,8 @@ Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
     case wire::Frame::kCommId:
     case wire::Frame::kCountersQuery:
     case wire::Frame::kAbort:
+    case wire::Frame::kProbe:       // the echo of tuttid's probe
+    case wire::Frame::kPeerReport:  // checked against the job (Job::PeerReport)
       return Status::Ok();
     case wire::Frame::BODY_NOT_SET: return Invalid("frame has no body");
     default:

@@ -108,6 +108,8 @@ class Negotiator {
 
   // Sequence number for the next Execute sent to this set's members.
   uint64_t TakeSeq() { return next_seq_++; }
+  // A set re-formed into a fresh negotiator (docs/elastic.md) goes on with its stream's numbers.
+  void set_next_seq(uint64_t seq) { next_seq_ = seq; }
 
  private:
   struct Pending {

@@ -174,6 +174,34 @@ void ProcessSetTable::MarkLost(int32_t rank, const Status& status, Events* event
   }
 }
 
+void ProcessSetTable::Reform(int32_t rank, const Status& status, Events* events) {
+  lost_.emplace(rank, status);
+  for (auto it = live_.begin(); it != live_.end();) {
+    const int32_t id = it->first;
+    Entry& entry = it->second;
+    for (const Waiter& w : entry.waiters)
+      if (w.rank != rank) events->replies.push_back({w.rank, w.request_id, status, id, {}});
+    entry.waiters.clear();
+    if (entry.state == State::kRemoving) entry.state = State::kActive;
+    auto at = std::lower_bound(entry.ranks.begin(), entry.ranks.end(), rank);
+    if (at == entry.ranks.end() || *at != rank) {
+      ++it;
+      continue;
+    }
+    auto known = by_ranks_.find(entry.ranks);
+    if (known != by_ranks_.end() && known->second == id) by_ranks_.erase(known);
+    entry.ranks.erase(at);
+    if (entry.ranks.empty() || entry.state == State::kAdding) {
+      if (entry.state == State::kActive) events->removed.push_back(id);
+      it = live_.erase(it);
+      continue;
+    }
+    auto [same, fresh] = by_ranks_.try_emplace(entry.ranks, id);
+    if (!fresh && id < same->second) same->second = id;
+    ++it;
+  }
+}
+
 std::optional<Clock::time_point> ProcessSetTable::NextDeadline() const {
   std::optional<Clock::time_point> next;
   for (const auto& [id, entry] : live_)

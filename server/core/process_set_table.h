@@ -52,6 +52,11 @@ class ProcessSetTable {
   // `rank` is gone for good: changes of sets containing it fail now with `status`, and so do
   // later adds of such sets.
   void MarkLost(int32_t rank, const Status& status, Events* events);
+  // Elastic jobs (docs/elastic.md): `rank` left the job, which goes on without it. Every change in
+  // flight fails with `status`; every set drops the rank (a set left empty is removed, into
+  // events->removed; one still being added is forgotten); later adds naming it fail with `status`.
+  // Two sets left with the same ranks keep their ids; an add of those ranks finds the older one.
+  void Reform(int32_t rank, const Status& status, Events* events);
   std::optional<Clock::time_point> NextDeadline() const;
 
   // The sorted ranks of an active set, or kUnknownSet saying why there is none.

@@ -62,9 +62,11 @@ struct Coordinator::Impl {
         core(options.rendezvous_timeout_ms, RandomEpoch(),
              Job::Policy{options.heartbeat_interval_ms, options.lease_ms, options.stall_warning_ms,
                          options.stall_shutdown_ms, timeline.get(),
-                         static_cast<size_t>(options.max_pending_tensors)},
+                         static_cast<size_t>(options.max_pending_tensors), nullptr, nullptr,
+                         options.probe_timeout_ms},
              static_cast<size_t>(options.max_jobs)),
-        socket(context, zmq::socket_type::router) {
+        socket(context, zmq::socket_type::router),
+        monitor(context, zmq::socket_type::pair) {
     core.set_metrics(options.metrics);
     core.set_address_limits(options.max_registrations_per_second, options.registration_burst,
                             static_cast<size_t>(options.max_rendezvous_jobs_per_address),
@@ -77,6 +79,16 @@ struct Coordinator::Impl {
       core.set_client_keys(options.curve.get());
     }
     socket.set(zmq::sockopt::router_mandatory, 1);
+    // A rank's link keeps one routing id for its life (client/control/coordinator_link.cc): its
+    // reconnection takes the old one over, so that tuttid still knows it, or tells it that it was
+    // evicted, however long it was away.
+    socket.set(zmq::sockopt::router_handover, 1);
+    // Closed connections, so that a rank that died is found at once (Job::CheckConnections).
+    const std::string monitor_endpoint =
+        "inproc://tuttid-monitor-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+    if (zmq_socket_monitor(socket.handle(), monitor_endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+      throw std::runtime_error("cannot monitor the coordinator socket");
+    monitor.connect(monitor_endpoint);
     // ZMTP heartbeats tear down connections whose TCP peer vanished; the application lease
     // (Job::Tick) is what declares a rank lost.
     socket.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(options.heartbeat_interval_ms));
@@ -93,23 +105,34 @@ struct Coordinator::Impl {
     wakeup = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wakeup < 0) throw std::runtime_error("eventfd failed");
   }
-  ~Impl() { close(wakeup); }
+  ~Impl() {
+    zmq_socket_monitor(socket.handle(), nullptr, 0);
+    close(wakeup);
+  }
 
   // Never blocks: a client that stops reading must not stall every other job. Frames to a peer
-  // that is gone (EHOSTUNREACH: its job learns that through liveness) or that left
-  // kSendQueueFrames unread (EAGAIN) are dropped, and counted in one warning a second at most.
+  // that is gone (EHOSTUNREACH) or that left kSendQueueFrames unread (EAGAIN) are dropped, and
+  // counted in one warning a second at most. A peer that is gone is reported to the core, which
+  // declares a rank behind it lost; what that makes the core say is sent in the same call.
   void Send(Outbox& out) {
-    for (Outgoing& o : out) {
-      const std::string payload = wire::Encode(o.frame);
-      try {
-        if (!socket.send(zmq::buffer(o.peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
-            !socket.send(zmq::buffer(payload), zmq::send_flags::dontwait))
+    while (!out.empty()) {
+      std::vector<std::string> unreachable;
+      for (Outgoing& o : out) {
+        const std::string payload = wire::Encode(o.frame);
+        try {
+          if (!socket.send(zmq::buffer(o.peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
+              !socket.send(zmq::buffer(payload), zmq::send_flags::dontwait))
+            ++dropped;
+        } catch (const zmq::error_t& e) {
           ++dropped;
-      } catch (const zmq::error_t& e) {
-        ++dropped;
+          if (e.num() == EHOSTUNREACH &&
+              std::find(unreachable.begin(), unreachable.end(), o.peer) == unreachable.end())
+            unreachable.push_back(o.peer);
+        }
       }
+      out.clear();
+      for (const std::string& peer : unreachable) core.Unreachable(peer, &out);
     }
-    out.clear();
     if (dropped > 0 && Clock::now() - last_drop_warning >= std::chrono::seconds(1)) {
       spdlog::warn("dropped {} frames to ranks that disconnected or stopped reading", dropped);
       dropped = 0;
@@ -154,6 +177,7 @@ struct Coordinator::Impl {
   std::unique_ptr<Timeline> timeline;  // before core, whose jobs record into it
   CoordinatorCore core;
   zmq::socket_t socket;
+  zmq::socket_t monitor;  // socket's closed connections
   std::string endpoint;
   int wakeup = -1;
   uint64_t dropped = 0;
@@ -180,6 +204,8 @@ void Coordinator::Run() {
   if (s.options.status) items.push_back({nullptr, s.options.status->wake_fd(), ZMQ_POLLIN, 0});
   const size_t zap_item = items.size();
   if (s.zap) items.push_back({s.zap->socket().handle(), 0, ZMQ_POLLIN, 0});
+  const size_t monitor_item = items.size();
+  items.push_back({s.monitor.handle(), 0, ZMQ_POLLIN, 0});
   while (true) {
     if (s.options.on_iteration) s.options.on_iteration();
     auto now = Clock::now();
@@ -196,6 +222,14 @@ void Coordinator::Run() {
     }
     if (items[1].revents & ZMQ_POLLIN) break;
     if (s.zap && (items[zap_item].revents & ZMQ_POLLIN)) s.zap->HandleRequests();
+    if (items[monitor_item].revents & ZMQ_POLLIN) {
+      // Drain the events (two parts each); one check answers them all.
+      std::vector<zmq::message_t> event;
+      while (zmq::recv_multipart(s.monitor, std::back_inserter(event), zmq::recv_flags::dontwait))
+        event.clear();
+      s.core.CheckConnections(&out);
+      s.Send(out);
+    }
     s.Receive(out);
     s.core.Flush(&out);
     s.core.Tick(Clock::now(), &out);

@@ -24,6 +24,9 @@ struct CoordinatorOptions {
   // `lease_ms` is declared lost; ranks likewise declare tuttid lost after `lease_ms` of silence.
   int64_t heartbeat_interval_ms = 1000;
   int64_t lease_ms = 5000;
+  // Fast detection (docs/elastic.md): how long a rank whose peer reported its data-plane
+  // connection closed has to echo tuttid's probe before it is declared lost.
+  int64_t probe_timeout_ms = 50;
   // Jobs served at once; registrations of further jobs are refused, bounding memory.
   int64_t max_jobs = 1024;
   // Stall inspector defaults for jobs whose ranks do not set their own (0: off): warn about

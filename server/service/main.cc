@@ -77,6 +77,11 @@ void DefineOptions(CLI::App& app, Settings& s) {
                  "silence after which a rank is declared lost (and ranks declare tuttid lost)")
       ->capture_default_str()
       ->check(Number(false));
+  app.add_option("--probe-timeout-ms", o.probe_timeout_ms,
+                 "how long a rank whose peer reported its data-plane connection closed has to "
+                 "answer a probe before it is declared lost")
+      ->capture_default_str()
+      ->check(Number(false));
   app.add_option("--max-jobs", o.max_jobs, "jobs served at once; more are refused")
       ->capture_default_str()
       ->check(Number(false));

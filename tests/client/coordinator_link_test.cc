@@ -40,6 +40,12 @@ class RecordingListener : public LinkListener {
   void OnRanksLost(const std::vector<int32_t>& ranks, const Status&) override {
     Record([&] { lost.insert(lost.end(), ranks.begin(), ranks.end()); });
   }
+  void OnSetsBroken(const std::vector<int32_t>& sets, const Status&) override {
+    Record([&] { broken_sets.insert(broken_sets.end(), sets.begin(), sets.end()); });
+  }
+  void OnReformed(const wire::Reformed& message) override {
+    Record([&] { reformed.push_back(message); });
+  }
   void OnCommId(int32_t, int32_t, const std::string&) override { Record([&] { ++comm_ids; }); }
   void OnLinkDead(const Status& status) override { Record([&] { dead.push_back(status); }); }
 
@@ -58,6 +64,8 @@ class RecordingListener : public LinkListener {
   std::vector<wire::Execute> executes;
   std::vector<Refused> refused;
   std::vector<int32_t> lost;
+  std::vector<int32_t> broken_sets;
+  std::vector<wire::Reformed> reformed;
   int comm_ids = 0;
   std::vector<Status> dead;
 

@@ -148,11 +148,13 @@ TEST(BadFrames, ManyUnknownCacheSlotsGetOneRefusal) {
   client.Send(Encoded(announce));
   EXPECT_EQ(client.Refusal(),
             "-1 rank 0 announced response-cache slot 0 of process set 0, which holds no tensor of it");
-  // Proof that nothing else is queued: the next answer is the heartbeat's echo.
-  wire::Frame heartbeat;
-  heartbeat.mutable_heartbeat();
-  client.Send(Encoded(heartbeat));
-  EXPECT_EQ(client.Refusal(), "not a refusal");
+  // Proof that nothing else is queued: the next answer is the counters query's.
+  wire::Frame query;
+  query.mutable_counters_query()->set_request_id(7);
+  client.Send(Encoded(query));
+  wire::Frame answer;
+  ASSERT_TRUE(client.Receive(&answer));
+  EXPECT_TRUE(answer.has_coordinator_counters());
 }
 
 TEST(BadFrames, JobsBeyondTheLimitAreRefused) {

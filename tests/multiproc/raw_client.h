@@ -28,18 +28,20 @@ class RawClient {
   }
   // The refusal's "<code> <message>", or "" if nothing came within the receive timeout.
   std::string Refusal() {
-    zmq::message_t reply;
-    if (!socket_.recv(reply)) return "";
     wire::Frame frame;
-    if (!frame.ParseFromArray(reply.data(), static_cast<int>(reply.size())) || !frame.has_refusal())
-      return "not a refusal";
+    if (!Receive(&frame)) return "";
+    if (!frame.has_refusal()) return "not a refusal";
     return std::to_string(frame.refusal().error().code()) + " " + frame.refusal().error().message();
   }
-  // The next frame tuttid sent, or false if none came within the receive timeout.
+  // The next frame tuttid sent, or false if none came within the receive timeout. Heartbeats are
+  // skipped: tuttid sends them whenever some connection closes (Job::CheckConnections).
   bool Receive(wire::Frame* frame) {
-    zmq::message_t reply;
-    if (!socket_.recv(reply)) return false;
-    return frame->ParseFromArray(reply.data(), static_cast<int>(reply.size()));
+    while (true) {
+      zmq::message_t reply;
+      if (!socket_.recv(reply)) return false;
+      if (!frame->ParseFromArray(reply.data(), static_cast<int>(reply.size()))) return false;
+      if (!frame->has_heartbeat()) return true;
+    }
   }
   void SetReceiveTimeout(int ms) { socket_.set(zmq::sockopt::rcvtimeo, ms); }
 

@@ -98,7 +98,7 @@ int CoordinatorLoss() {
 }
 
 // World of 3. Rank 1 forks a child that tries the runtime ("child <status> <message>") and then
-// lives until rank 1 dies; rank 1 prints "forked" and idles. Ranks 0 and 2 allreduce on the world
+// lives until 8 s after rank 1 died; rank 1 prints "forked" and idles. Ranks 0 and 2 allreduce on the world
 // and print "status ..." when rank 1, killed by the harness, is declared lost.
 int ForkThenDie() {
   if (my_rank == 1) {
@@ -115,7 +115,10 @@ int ForkThenDie() {
       char byte;
       while (read(pipe_fds[0], &byte, 1) > 0) {
       }
-      _exit(0);  // the parent died: its end of the pipe closed
+      // The parent died (its end of the pipe closed). Hold its sockets past tuttid's lease, so
+      // that no connection closes and the lease alone can find the parent gone; then go.
+      sleep(8);
+      _exit(0);
     }
     close(pipe_fds[0]);
     Say("forked");

@@ -59,6 +59,10 @@ typedef int32_t tutti_status_t;
 #define TUTTI_ERR_EVICTED (-17)
 #define TUTTI_ERR_LIMIT_EXCEEDED (-18)
 #define TUTTI_ERR_DEVICE_UNAVAILABLE (-19)
+/* An elastic job re-formed (a rank was lost): the request belonged to the earlier membership
+ * epoch on a set that lost a member. The runtime is already in the new epoch: re-sync and go on
+ * (docs/elastic.md). Since 0.6. */
+#define TUTTI_ERR_REFORMED (-20)
 
 /* ---- data types, reduce ops, devices ------------------------------------------------------- */
 #define TUTTI_DTYPE_FLOAT16 1

@@ -1,0 +1,121 @@
+// An elastic job re-forming, as this rank sees it (docs/elastic.md). tuttid's Reformed frame is
+// the mark: it comes after every Execute of the earlier epoch, and the I/O thread applies it
+// while no submission runs (submit_mu_), so every request belongs wholly to one epoch. Sets that
+// lost a member fail what was pending with kReformed and get a fresh lane over their survivors;
+// the other sets' lanes, streams and pending requests are not touched. Only the numbering the
+// application sees changes (WorldMap).
+#include <algorithm>
+
+#include "client/runtime.h"
+#include "proto/status_codec.h"
+
+namespace tutti::client {
+namespace {
+
+// Set ids below this share the data-plane id space with the epoch a set's incarnation began in.
+constexpr int64_t kChannelSetIds = int64_t{1} << 20;
+
+// The data-plane id of the incarnation of `set_id` that began in membership epoch `epoch`. A set
+// re-formed gets a new one: its members open the new lane at slightly different times, and a
+// connection for the new lane must never be taken by (or parked for) the old one.
+Status ChannelOf(int32_t set_id, uint64_t epoch, int32_t* channel) {
+  const int64_t id = set_id + static_cast<int64_t>(epoch) * kChannelSetIds;
+  if (set_id >= kChannelSetIds || id > INT32_MAX)
+    return Status(Code::kLimitExceeded,
+                  "limit exceeded: process set " + std::to_string(set_id) + " re-formed in membership "
+                  "epoch " + std::to_string(epoch) + ", beyond what the data plane numbers "
+                  "(set ids below 2^20, epochs below 2048)");
+  *channel = static_cast<int32_t>(id);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void Runtime::OnReformed(const wire::Reformed& msg) {
+  const Status status = wire::ToStatus(msg.error());
+  const uint64_t epoch = msg.membership_epoch();
+  std::vector<int32_t> changed(msg.reformed_sets().begin(), msg.reformed_sets().end());
+  changed.insert(changed.end(), msg.removed_sets().begin(), msg.removed_sets().end());
+  auto is_changed = [&](int32_t id) {
+    return std::find(changed.begin(), changed.end(), id) != changed.end();
+  };
+  std::vector<std::unique_ptr<Lane>> retired;
+  {
+    std::lock_guard<std::mutex> submit(submit_mu_);
+    link_->EnterEpoch(epoch, changed);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int32_t lost : msg.lost()) lost_.emplace(lost, status);
+      for (int32_t id : changed) {
+        auto it = lanes_.find(id);
+        if (it == lanes_.end()) continue;
+        it->second->Abort(status);  // wakes a collective blocked on the lost rank
+        retired.push_back(std::move(it->second));
+        lanes_.erase(it);
+      }
+    }
+    for (int32_t lost : msg.lost()) p2p_->AbortPeer(lost, status);
+    for (int32_t id : changed) {
+      FailPending(id, status);
+      comm_ids_.DropSet(id);
+    }
+    for (const auto& set : msg.sets()) {
+      std::vector<int32_t> ranks(set.ranks().begin(), set.ranks().end());
+      if (!is_changed(set.id())) continue;  // untouched: its lane and stream go on
+      if (std::binary_search(ranks.begin(), ranks.end(), options_.rank)) {
+        int32_t channel = 0;
+        const Status numbered = ChannelOf(set.id(), epoch, &channel);
+        if (!numbered.ok()) {
+          FailEverything(numbered);
+          break;
+        }
+        OpenLane(set.id(), ranks, channel);
+      }
+      sets_.Insert(set.id(), std::move(ranks));
+      // Every member starts the set's automatic names over at the mark, where its earlier
+      // requests failed: their counters agree again.
+      sets_.ResetAutoNames(set.id());
+    }
+    for (int32_t id : msg.removed_sets()) sets_.MarkRemoved(id);
+    world_.Reform({msg.members().begin(), msg.members().end()}, epoch,
+                  {msg.local_rank(), msg.local_size(), msg.cross_rank(), msg.cross_size()});
+    RememberMembershipEpoch(epoch);
+  }
+  { std::lock_guard<std::mutex> lock(epoch_mu_); }  // a waiter saw the old epoch or waits now
+  epoch_cv_.notify_all();
+  retired.clear();  // joins the old lanes' threads: their collectives were aborted
+}
+
+void Runtime::OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int32_t id : set_ids) {
+      auto lane = lanes_.find(id);
+      if (lane != lanes_.end()) lane->second->Abort(status);
+    }
+  }
+  for (int32_t id : set_ids) FailPending(id, status);
+}
+
+Status Runtime::AwaitEpoch(uint64_t after, int64_t timeout_ms, uint64_t* epoch) {
+  if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::unique_lock<std::mutex> lock(epoch_mu_);
+  while (true) {
+    *epoch = world_.membership_epoch();
+    if (*epoch > after) return Status::Ok();
+    {
+      std::lock_guard<std::mutex> state(mu_);
+      if (!dead_.ok()) return dead_;
+      if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
+    }
+    if (epoch_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        world_.membership_epoch() <= after)
+      return Status(Code::kTimeout,
+                    "timeout: the job did not re-form past membership epoch " +
+                        std::to_string(after) + " within " + std::to_string(timeout_ms) +
+                        " ms (is it elastic? TUTTI_ELASTIC=1, tuttirun --min-np)");
+  }
+}
+
+}  // namespace tutti::client

@@ -1,0 +1,84 @@
+// Fast failure detection (docs/elastic.md, "Detection"): the lease (job_leases.cc) is the backstop
+// for frozen ranks; a rank that died is found within tens of milliseconds instead. Two paths, both
+// ending in Evict:
+//  - a rank whose data-plane connection to a peer closed reports it (PeerReport); tuttid probes
+//    that peer and declares it lost if the probe finds no control connection (the service's send
+//    fails: ConnectionClosed) or no echo comes within the probe timeout. A peer that echoes is
+//    alive: only the reporting set breaks, and nobody is evicted;
+//  - any control connection closing (the service's socket monitor) makes tuttid send every live
+//    rank a heartbeat: the one whose connection is gone has no route, which the send reports.
+// Single-threaded, like Job.
+#include "server/core/frames.h"
+#include "server/core/job.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace tutti::server {
+
+void Job::PeerReport(int32_t rank, const wire::PeerReport& msg, Clock::time_point now,
+                     Outbox* out) {
+  const int32_t peer = msg.rank();
+  // A report about a rank already gone, or a bogus one, asks nothing of tuttid.
+  if (peer < 0 || peer >= size_ || peer == rank || !alive(peer)) return;
+  auto [it, fresh] = probes_.try_emplace(peer);
+  ProbeWait& probe = it->second;
+  probe.reports.emplace_back(rank, msg.set_id());
+  if (!fresh) return;  // already probing: its answer settles this report too
+  probe.nonce = next_nonce_++;
+  probe.deadline = now + std::chrono::milliseconds(policy_.probe_timeout_ms);
+  spdlog::info("job '{}': rank {} lost its data-plane connection to rank {}: probing it", id_,
+               rank, peer);
+  out->push_back({peer_of_rank_[peer], frames::Probe(probe.nonce)});
+}
+
+void Job::ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out) {
+  auto it = probes_.find(rank);
+  if (it == probes_.end() || it->second.nonce != msg.nonce()) return;
+  // The rank is alive: the reporters' sets lost a data-plane connection, not a member. Those sets
+  // cannot go on (their members' streams are out of step now), so they alone fail.
+  const Status status(Code::kPeerLost,
+                      fmt::format("peer lost: data-plane connection to rank {} lost", rank));
+  std::vector<int32_t> broken;
+  for (const auto& [reporter, set_id] : it->second.reports) {
+    auto negotiator = negotiators_.find(set_id);
+    if (negotiator == negotiators_.end() || !negotiator->second.contains(reporter) ||
+        !negotiator->second.contains(rank) ||
+        std::find(broken.begin(), broken.end(), set_id) != broken.end())
+      continue;
+    broken.push_back(set_id);
+    spdlog::warn("job '{}': process set {}: {}; rank {} answers, so only the set fails", id_,
+                 set_id, status.message(), rank);
+    std::vector<wire::Response> failed;
+    negotiator->second.Break(status, &failed);
+    if (!failed.empty()) SendExecute(set_id, negotiator->second, std::move(failed), out);
+    for (int32_t member : negotiator->second.members())
+      if (alive(member)) out->push_back({peer_of_rank_[member], frames::SetsBroken({set_id}, status)});
+  }
+  probes_.erase(it);
+}
+
+void Job::ExpireProbes(Clock::time_point now, Outbox* out) {
+  std::vector<std::pair<int32_t, int32_t>> expired;  // (rank, first reporter)
+  for (const auto& [rank, probe] : probes_)
+    if (probe.deadline <= now) expired.emplace_back(rank, probe.reports.front().first);
+  for (const auto& [rank, reporter] : expired)
+    Evict(rank,
+          fmt::format("its data-plane connection to rank {} closed and it did not answer a probe "
+                      "within {} ms",
+                      reporter, policy_.probe_timeout_ms),
+          out);
+}
+
+void Job::ConnectionClosed(int32_t rank, Outbox* out) {
+  if (!welcomed_ || !alive(rank)) return;
+  Evict(rank, "its control connection to tuttid closed", out);
+}
+
+void Job::CheckConnections(Outbox* out) const {
+  if (!welcomed_) return;
+  for (int32_t r = 0; r < size_; ++r)
+    if (alive(r)) out->push_back({peer_of_rank_[r], frames::Heartbeat()});
+}
+
+}  // namespace tutti::server

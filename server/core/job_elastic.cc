@@ -1,0 +1,131 @@
+// Elastic re-formation (docs/elastic.md): when an elastic job loses a rank, the survivors go on in
+// the job's next membership epoch instead of failing. Ranks keep their slot (their rank in the
+// first epoch) on the wire and in every table here; only the numbering the applications see
+// changes, which each rank derives from Reformed.members. So a set that did not contain the lost
+// rank is not touched at all: its negotiator, stream and cache go on across the change. A set
+// that did fails what was pending with kReformed and starts a fresh negotiator over its
+// survivors, under the same id, with its sequence numbers going on. Single-threaded, like Job.
+#include "server/core/frames.h"
+#include "server/core/job.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "proto/status_codec.h"
+#include "server/core/recent_errors.h"
+#include "server/core/service_metrics.h"
+
+namespace tutti::server {
+
+std::vector<int32_t> Job::LiveSlots() const {
+  std::vector<int32_t> live;
+  for (int32_t r = 0; r < size_; ++r)
+    if (alive(r)) live.push_back(r);
+  return live;
+}
+
+Status Job::Stale(uint64_t sender_epoch, int32_t set_id) const {
+  // 0: a frame without the field (a client before 0.6, which cannot be in an elastic job).
+  if (!elastic_.on || sender_epoch == 0 || sender_epoch >= membership_epoch_) return Status::Ok();
+  if (set_id >= 0) {
+    auto changed = set_changed_in_.find(set_id);
+    if (changed == set_changed_in_.end() || changed->second <= sender_epoch) return Status::Ok();
+  }
+  return Status(Code::kReformed,
+                fmt::format("re-formed: sent in membership epoch {} of job '{}', which re-formed "
+                            "into epoch {} since",
+                            sender_epoch, id_, membership_epoch_));
+}
+
+void Job::Reform(int32_t rank, const Status& why, Outbox* out) {
+  state_[rank] = RankState::kLost;
+  ++gone_;
+  if (policy_.metrics) policy_.metrics->RankLost();
+  if (policy_.errors) policy_.errors->Add(id_, rank, why);
+  const std::vector<int32_t> live = LiveSlots();
+  if (live.empty()) {
+    spdlog::warn("job '{}': {}; no rank is left", id_, why.message());
+    return;
+  }
+  ++membership_epoch_;
+  const Status reformed(Code::kReformed,
+                        fmt::format("re-formed: {}; job '{}' goes on with {} ranks in membership "
+                                    "epoch {}",
+                                    why.message(), id_, live.size(), membership_epoch_));
+  spdlog::warn("job '{}': {}", id_, reformed.message());
+
+  // The sets that contained the rank fail what was pending, joins included.
+  std::vector<int32_t> changed;
+  for (auto& [id, negotiator] : negotiators_) {
+    if (!negotiator.contains(rank)) continue;
+    changed.push_back(id);
+    std::vector<wire::Response> failed;
+    negotiator.FailPending(reformed, &failed);
+    if (!failed.empty()) SendExecute(id, negotiator, std::move(failed), out);
+    auto waiting = joins_.find(id);
+    if (waiting == joins_.end()) continue;
+    for (const JoinWaiter& w : waiting->second) ReplyJoin(w, id, reformed, -1, out);
+    joins_.erase(waiting);
+  }
+  // Set changes in flight fail on every set (their callers numbered ranks in the old epoch).
+  ProcessSetTable::Events events;
+  sets_.Reform(rank, reformed, &events);
+  Apply(events, out);  // sets emptied by the loss close here
+  for (int32_t id : changed) {
+    auto it = negotiators_.find(id);
+    if (it == negotiators_.end()) continue;  // emptied and removed
+    const uint64_t next_seq = it->second.TakeSeq();
+    negotiators_.erase(it);
+    const std::vector<int32_t>* members = nullptr;
+    (void)sets_.Members(id, &members);
+    OpenSet(id, *members);
+    negotiators_.at(id).set_next_seq(next_seq);
+    set_changed_in_[id] = membership_epoch_;
+  }
+  set_changed_in_[-1] = membership_epoch_;  // set changes of earlier epochs are stale
+
+  wire::Reformed base;
+  base.set_membership_epoch(membership_epoch_);
+  base.add_lost(rank);
+  base.mutable_members()->Add(live.begin(), live.end());
+  for (const auto& [id, negotiator] : negotiators_) {
+    auto* set = base.add_sets();
+    set->set_id(id);
+    set->mutable_ranks()->Add(negotiator.members().begin(), negotiator.members().end());
+  }
+  for (int32_t id : changed)
+    if (negotiators_.count(id)) base.add_reformed_sets(id);
+  for (int32_t id : events.removed) base.add_removed_sets(id);
+  wire::ToWire(reformed, base.mutable_error());
+  const Placement place = Place(live);
+  for (size_t i = 0; i < live.size(); ++i) {
+    wire::Reformed message = base;
+    message.set_local_rank(place.local_rank[i]);
+    message.set_local_size(place.local_size[i]);
+    message.set_cross_rank(place.cross_rank[i]);
+    message.set_cross_size(place.cross_size[i]);
+    out->push_back({peer_of_rank_[live[i]], frames::Reformed(std::move(message))});
+  }
+  if (static_cast<int32_t>(live.size()) < elastic_.min_size && !below_minimum_since_)
+    below_minimum_since_ = Clock::now();
+}
+
+void Job::ExpireMinimum(Clock::time_point now, Outbox* out) {
+  if (!below_minimum_since_ ||
+      now < *below_minimum_since_ + std::chrono::milliseconds(elastic_.timeout_ms))
+    return;
+  const std::vector<int32_t> live = LiveSlots();
+  const Status status(Code::kTimeout,
+                      fmt::format("elastic job '{}' ended: {} ranks left, fewer than its minimum "
+                                  "of {}, for {} ms (TUTTI_ELASTIC_TIMEOUT)",
+                                  id_, live.size(), elastic_.min_size, elastic_.timeout_ms));
+  spdlog::error("{}", status.message());
+  for (int32_t r : live) {
+    out->push_back({peer_of_rank_[r], frames::Fault({}, status)});
+    state_[r] = RankState::kLost;
+    ++gone_;
+  }
+  below_minimum_since_.reset();
+}
+
+}  // namespace tutti::server
