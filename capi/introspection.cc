@@ -59,6 +59,24 @@ TUTTI_API tutti_status_t tutti_cross_size(tutti_runtime_t rt, int32_t* out) {
   return GetInt(__func__, rt, out, [](client::Runtime& r) { return r.cross_size(); });
 }
 
+TUTTI_API tutti_status_t tutti_membership_epoch(tutti_runtime_t rt, uint64_t* epoch) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(epoch);
+    *epoch = rt->runtime->membership_epoch();
+    return TUTTI_OK;
+  });
+}
+
+TUTTI_API tutti_status_t tutti_await_membership_epoch(tutti_runtime_t rt, uint64_t after,
+                                                      int64_t timeout_ms, uint64_t* epoch) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(epoch);
+    return Report(rt->runtime->AwaitEpoch(after, timeout_ms, epoch));
+  });
+}
+
 TUTTI_API tutti_status_t tutti_device_check(int32_t device_type, int32_t device_index) {
   return Fenced(__func__, [&]() -> tutti_status_t {
     if (device_index < 0) return Invalid("device_index is negative");

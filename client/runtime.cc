@@ -137,10 +137,14 @@ Runtime::~Runtime() {
   }
   if (device_) device_->Shutdown();
   std::map<int32_t, std::unique_ptr<Lane>> lanes;
+  std::vector<std::unique_ptr<Lane>> retired;
   {
     std::lock_guard<std::mutex> lock(mu_);
     lanes.swap(lanes_);
+    retired.swap(retired_lanes_);
   }
+  for (auto& lane : retired) lane->Interrupt(Status(Code::kShutDown, "the runtime is shutting down"));
+  retired.clear();
   // Device waits do not go through the transport device: stop them too.
   for (auto& [id, lane] : lanes) lane->Interrupt(Status(Code::kShutDown, "the runtime is shutting down"));
   lanes.clear();

@@ -53,7 +53,8 @@ class Runtime : private LinkListener {
   int32_t cross_size() const { return world_.placement().cross_size; }
   uint64_t membership_epoch() const { return world_.membership_epoch(); }
   // Waits until this rank is in a membership epoch later than `after` (an elastic job re-formed
-  // after a request failed); kTimeout after `timeout_ms`, or the runtime's failure.
+  // after a request failed); kTimeout after `timeout_ms`, or the runtime's failure. Success
+  // acknowledges the re-formations: the sets they changed take submissions again.
   Status AwaitEpoch(uint64_t after, int64_t timeout_ms, uint64_t* epoch);
   int64_t timeout_ms() const { return options_.timeout_ms; }
   // The process that created the runtime: after fork() only it may use the runtime.
@@ -155,13 +156,18 @@ class Runtime : private LinkListener {
 
   const pid_t owner_;
 
-  std::mutex mu_;  // guards pending_, lanes_, shut_down_, dead_, lost_ and joined_
+  std::mutex mu_;  // guards pending_, lanes_, shut_down_, dead_, lost_, joined_, unacknowledged_
   PendingTable pending_;
   std::map<int32_t, std::unique_ptr<Lane>> lanes_;
+  std::vector<std::unique_ptr<Lane>> retired_lanes_;  // of sets re-formed after an orderly leave
   bool shut_down_ = false;
   Status dead_;                      // coordinator lost or this rank evicted: everything fails
   std::map<int32_t, Status> lost_;  // ranks declared lost, with the status their sets fail with
   std::map<int32_t, int> joined_;   // sets this rank is joining (count of concurrent joins)
+  // Sets re-formed since the application last acknowledged a re-formation (AwaitEpoch), with the
+  // status their submissions fail with until it does: every member of such a set sees the
+  // re-formation once, whether a request of its was pending at the mark or not.
+  std::map<int32_t, Status> unacknowledged_;
 
   std::unique_ptr<PointToPoint> p2p_;
   CommIdMailbox comm_ids_;  // NCCL unique ids relayed by tuttid, until the lanes take them

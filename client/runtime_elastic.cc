@@ -46,11 +46,18 @@ void Runtime::OnReformed(const wire::Reformed& msg) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (int32_t lost : msg.lost()) lost_.emplace(lost, status);
+      for (int32_t id : changed) unacknowledged_.emplace(id, status);
       for (int32_t id : changed) {
         auto it = lanes_.find(id);
         if (it == lanes_.end()) continue;
-        it->second->Abort(status);  // wakes a collective blocked on the lost rank
-        retired.push_back(std::move(it->second));
+        if (msg.orderly()) {
+          // What it runs was completed by the rank that left: it finishes, then idles until
+          // the runtime ends (destroying it here would wait for it on this thread).
+          retired_lanes_.push_back(std::move(it->second));
+        } else {
+          it->second->Abort(status);  // wakes a collective blocked on the lost rank
+          retired.push_back(std::move(it->second));
+        }
         lanes_.erase(it);
       }
     }
@@ -103,11 +110,14 @@ Status Runtime::AwaitEpoch(uint64_t after, int64_t timeout_ms, uint64_t* epoch) 
   std::unique_lock<std::mutex> lock(epoch_mu_);
   while (true) {
     *epoch = world_.membership_epoch();
-    if (*epoch > after) return Status::Ok();
     {
       std::lock_guard<std::mutex> state(mu_);
       if (!dead_.ok()) return dead_;
       if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
+      if (*epoch > after) {
+        unacknowledged_.clear();
+        return Status::Ok();
+      }
     }
     if (epoch_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
         world_.membership_epoch() <= after)

@@ -76,6 +76,8 @@ Status Runtime::Join(int32_t set_id, int64_t timeout_ms, int32_t* last_rank) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return dead_;
+    auto reformed = unacknowledged_.find(set_id);
+    if (reformed != unacknowledged_.end()) return reformed->second;
     ++joined_[set_id];  // from now on, collectives of the set run here without a request
   }
   Status status = link_->JoinSet(set_id, timeout_ms, last_rank);

@@ -106,6 +106,8 @@ Status Runtime::SubmitPointToPoint(const CollectiveArgs& args, Request::Operatio
     if (!dead_.ok()) return dead_;
     auto lost = lost_.find(args.root);
     if (lost != lost_.end()) return lost->second;
+    auto reformed = unacknowledged_.find(args.set_id);
+    if (reformed != unacknowledged_.end()) return reformed->second;
   }
   op.spec.set_name(std::string(wire::KindName(args.kind)) + " " + std::to_string(args.tag));
   auto created = std::make_shared<Request>(op);
@@ -120,6 +122,8 @@ Status Runtime::SubmitPointToPoint(const CollectiveArgs& args, Request::Operatio
 
 Status Runtime::Broken(int32_t set_id, const std::vector<int32_t>& members) {
   if (!dead_.ok()) return dead_;
+  auto reformed = unacknowledged_.find(set_id);
+  if (reformed != unacknowledged_.end()) return reformed->second;
   if (joined_.count(set_id))
     return Status(Code::kInvalidArgument, "rank " + std::to_string(rank()) + " has joined process set " +
                    std::to_string(set_id) + "; it cannot submit there until every member joined");

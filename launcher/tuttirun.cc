@@ -44,6 +44,11 @@ struct Options {
   std::string log_level = "warn";
   std::string coordinator_timeline;
   bool no_prefix = false;
+  // Elastic jobs (docs/elastic.md): on with --min-np.
+  int min_np = 0;
+  int max_np = 0;
+  double elastic_timeout_s = 600;
+  int reset_limit = -1;  // failures the job survives; -1: no limit
   std::vector<std::string> command;
 };
 
@@ -109,7 +114,8 @@ std::vector<std::string> NormalizeArgs(int argc, char** argv) {
     if (a == "--") break;
     if (a == "-np" || a.rfind("-np=", 0) == 0) a.insert(0, "-");
     if (a == "--np" || a == "-n" || a == "--coordinator" || a == "--job" || a == "--log-level" ||
-        a == "--coordinator-timeline") {
+        a == "--coordinator-timeline" || a == "--min-np" || a == "--max-np" ||
+        a == "--elastic-timeout" || a == "--reset-limit") {
       ++i;  // skip the value
     } else if (a.empty() || a[0] != '-') {
       break;  // the program
@@ -149,6 +155,20 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
   app.add_flag("--no-prefix", opts.no_prefix,
                "Pass the ranks' output lines through without the \"[rank] \" prefix (for "
                "programs whose output is parsed, such as benchmarks)");
+  app.add_option("--min-np", opts.min_np,
+                 "Run an elastic job (docs/elastic.md): a rank that fails is dropped and the others "
+                 "go on in the job's next membership epoch, as long as at least this many remain")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-np", opts.max_np, "Elastic jobs: the most ranks the job may have")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--elastic-timeout", opts.elastic_timeout_s,
+                 "Elastic jobs: seconds the job may have fewer than --min-np ranks before it ends")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--reset-limit", opts.reset_limit,
+                 "Elastic jobs: rank failures the job survives; one more ends it (default: no "
+                 "limit)")
+      ->check(CLI::NonNegativeNumber);
   // Everything from PROGRAM on is left unparsed, leading dashes included.
   app.prefix_command();
 
@@ -181,6 +201,15 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
     problem = "--coordinator must not be empty";
   } else if (app.count("--job") && opts.job.empty()) {
     problem = "--job must not be empty";
+  } else if (opts.min_np == 0 && (app.count("--max-np") || app.count("--elastic-timeout") ||
+                                  app.count("--reset-limit"))) {
+    problem = "--max-np, --elastic-timeout and --reset-limit are for elastic jobs: give --min-np";
+  } else if (opts.min_np > opts.np) {
+    problem = "--min-np " + std::to_string(opts.min_np) + " is more than -np " +
+              std::to_string(opts.np);
+  } else if (opts.max_np != 0 && opts.max_np < opts.np) {
+    problem = "--max-np " + std::to_string(opts.max_np) + " is less than -np " +
+              std::to_string(opts.np);
   }
   if (!problem.empty()) {
     Say(problem + "\nRun with --help for more information.");
@@ -200,6 +229,12 @@ std::vector<std::string> RankEnvironment(const Options& opts, const std::string&
       {"HOROVOD_LOCAL_RANK", std::to_string(rank)},
       {"HOROVOD_LOCAL_SIZE", std::to_string(opts.np)},
       {"HOROVOD_CROSS_RANK", "0"}, {"HOROVOD_CROSS_SIZE", "1"}};
+  if (opts.min_np > 0) {
+    ours.insert(ours.end(), {{"TUTTI_ELASTIC", "1"},
+                             {"TUTTI_MIN_SIZE", std::to_string(opts.min_np)},
+                             {"TUTTI_MAX_SIZE", std::to_string(opts.max_np)},
+                             {"TUTTI_ELASTIC_TIMEOUT", std::to_string(opts.elastic_timeout_s)}});
+  }
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string_view kv(*e);
@@ -273,8 +308,11 @@ void InstallSignalHandlers(int wake_write_fd) {
 // Supervises started ranks until every one is reaped and its output forwarded.
 class Supervisor {
  public:
-  Supervisor(std::vector<std::unique_ptr<RankProcess>>& ranks, int wake_read_fd)
-      : ranks_(ranks), wake_fd_(wake_read_fd) {}
+  // `reset_limit`: in an elastic job, the rank failures the others survive (-1: any number;
+  // without --min-np the first failure stops the job).
+  Supervisor(std::vector<std::unique_ptr<RankProcess>>& ranks, int wake_read_fd, bool elastic,
+             int reset_limit)
+      : ranks_(ranks), wake_fd_(wake_read_fd), elastic_(elastic), reset_limit_(reset_limit) {}
 
   // The first reason to stop decides the exit code; later ones only add urgency.
   void BeginStop(int exit_code, int sig) {
@@ -367,8 +405,18 @@ class Supervisor {
       if (stopping_ || ExitCode(status) == 0) continue;
       bool others = false;
       for (auto& o : ranks_) others |= o->running();
+      // An elastic job re-forms without it (tuttid ends the job below its minimum size).
+      if (elastic_ && others && (reset_limit_ < 0 || resets_ < reset_limit_)) {
+        ++resets_;
+        Say("rank " + std::to_string(r->rank()) + " " + Describe(status) +
+            "; the elastic job goes on without it (failure " + std::to_string(resets_) +
+            (reset_limit_ >= 0 ? " of at most " + std::to_string(reset_limit_) : "") + ")");
+        continue;
+      }
       Say("rank " + std::to_string(r->rank()) + " " + Describe(status) +
-          (others ? "; stopping the other ranks" : ""));
+          (elastic_ && others ? "; the reset limit of " + std::to_string(reset_limit_) +
+                                    " is reached; stopping the other ranks"
+           : others ? "; stopping the other ranks" : ""));
       BeginStop(ExitCode(status), SIGTERM);
     }
   }
@@ -383,6 +431,9 @@ class Supervisor {
 
   std::vector<std::unique_ptr<RankProcess>>& ranks_;
   int wake_fd_;
+  const bool elastic_;
+  const int reset_limit_;
+  int resets_ = 0;
   bool stopping_ = false;
   bool killed_ = false;
   int exit_code_ = 0;
@@ -426,7 +477,7 @@ int Main(int argc, char** argv) {
   }
 
   std::vector<std::unique_ptr<RankProcess>> ranks;
-  Supervisor supervisor(ranks, wake[0]);
+  Supervisor supervisor(ranks, wake[0], opts.min_np > 0, opts.reset_limit);
   for (int rank = 0; rank < opts.np; ++rank) {
     auto process = std::make_unique<RankProcess>(rank);
     try {

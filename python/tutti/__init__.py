@@ -21,10 +21,11 @@ from .errors import check as _check
 from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, DeviceUnavailableError,
                      DuplicateNameError, EvictedError, LimitExceededError, InternalError,
                      InvalidArgumentError, MismatchError, NotAMemberError, PeerLostError,
-                     SetRemovedError, ShutDownError, StalledError, TimeoutError, TuttiError,
+                     ReformedError, SetRemovedError, ShutDownError, StalledError, TimeoutError,
+                     TuttiError,
                      UnknownSetError, UnsupportedError, VersionMismatchError)
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)
@@ -138,6 +139,18 @@ def local_rank(): return _rt().local_rank()
 def local_size(): return _rt().local_size()
 def cross_rank(): return _rt().cross_rank()
 def cross_size(): return _rt().cross_size()
+
+
+def membership_epoch():
+    """The membership epoch this process is in (docs/elastic.md): 1 for the job's first, growing
+    each time an elastic job re-forms."""
+    return _rt().membership_epoch()
+
+
+def await_membership_epoch(after, timeout_ms=0):
+    """Waits until this process is in a membership epoch later than `after` and returns it; an
+    elastic job re-forms by itself after losing a rank (docs/elastic.md)."""
+    return _rt().await_membership_epoch(after, timeout_ms)
 
 
 def add_process_set(ranks, timeout_ms=0):

@@ -219,6 +219,12 @@ tutti_request_stream_wait = _declare_since("0.4", "tutti_request_stream_wait", _
                                            ctypes.c_void_p, ctypes.c_int64)
 tutti_device_check = _declare_since("0.4", "tutti_device_check", ctypes.c_int32, ctypes.c_int32)
 tutti_nccl_version = _declare_since("0.5", "tutti_nccl_version", c_int32_p)
+# ABI 0.6 (elastic jobs).
+tutti_membership_epoch = _declare_since("0.6", "tutti_membership_epoch", _runtime,
+                                        ctypes.POINTER(ctypes.c_uint64))
+tutti_await_membership_epoch = _declare_since("0.6", "tutti_await_membership_epoch", _runtime,
+                                              ctypes.c_uint64, ctypes.c_int64,
+                                              ctypes.POINTER(ctypes.c_uint64))
 tutti_get_counters = _declare("tutti_get_counters", _runtime, ctypes.POINTER(Counters))
 tutti_get_coordinator_counters = _declare("tutti_get_coordinator_counters", _runtime,
                                           ctypes.POINTER(CoordinatorCounters))

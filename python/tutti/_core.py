@@ -343,6 +343,17 @@ class Runtime:
     def cross_rank(self): return self._int(_capi.tutti_cross_rank)
     def cross_size(self): return self._int(_capi.tutti_cross_size)
 
+    def membership_epoch(self):
+        value = ctypes.c_uint64()
+        check(_capi.tutti_membership_epoch(self.handle, ctypes.byref(value)))
+        return value.value
+
+    def await_membership_epoch(self, after, timeout_ms=0):
+        value = ctypes.c_uint64()
+        check(_capi.tutti_await_membership_epoch(self.handle, after, timeout_ms,
+                                                 ctypes.byref(value)))
+        return value.value
+
     def add_process_set(self, ranks, timeout_ms=0):
         ranks = list(ranks)
         array = (ctypes.c_int32 * max(len(ranks), 1))(*ranks)

@@ -104,6 +104,12 @@ class DeviceUnavailableError(HorovodInternalError):
     status = -19
 
 
+class ReformedError(HorovodInternalError):
+    """An elastic job lost a rank and re-formed; the request belonged to the earlier membership
+    epoch on a set that lost a member (docs/elastic.md)."""
+    status = -20
+
+
 # ---- what tutti lacks: NotImplementedError -----------------------------------------------------
 class UnsupportedError(TuttiError, NotImplementedError):
     status = -16

@@ -275,13 +275,10 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
   if (job->failed()) DropJob(msg.job(), job->generation());
 }
 
-void CoordinatorCore::Unreachable(const std::string& peer, Outbox* out) {
+void CoordinatorCore::Unreachable(const std::string& peer) {
   auto member = members_.find(peer);
   if (member == members_.end()) return;
-  Job& job = JobOf(member->second);
-  job.ConnectionClosed(member->second.rank, out);
-  CollectEvicted(job);
-  if (job.everyone_left()) DropJob(job.id(), job.generation());
+  JobOf(member->second).ConnectionClosed(member->second.rank);
 }
 
 void CoordinatorCore::CheckConnections(Outbox* out) const {

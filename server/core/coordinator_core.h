@@ -66,8 +66,9 @@ class CoordinatorCore {
   void Tick(Clock::time_point now, Outbox* out);
   std::optional<Clock::time_point> NextDeadline() const;
   // The socket has no connection for routing id `peer` (a send found no route): a rank behind it
-  // is lost now (docs/elastic.md, "Detection").
-  void Unreachable(const std::string& peer, Outbox* out);
+  // is declared lost at the next Tick, after the frames it sent last were read (docs/elastic.md,
+  // "Detection").
+  void Unreachable(const std::string& peer);
   // Some control connection closed: queues a heartbeat to every live rank, whose sends find the
   // routes that are gone.
   void CheckConnections(Outbox* out) const;

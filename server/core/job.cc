@@ -192,6 +192,7 @@ void Job::Tick(Clock::time_point now, Outbox* out) {
   InspectStalls(now, out);
   ExpireJoins(now, out);
   ExpireProbes(now, out);
+  EvictClosed(out);
   ExpireLeases(now, out);
   ExpireMinimum(now, out);
 }
@@ -221,6 +222,7 @@ void Job::InspectStalls(Clock::time_point now, Outbox* out) {
 
 std::optional<Clock::time_point> Job::NextDeadline() const {
   if (!welcomed_) return rendezvous_deadline_;
+  if (!closed_.empty()) return Clock::time_point::min();  // now
   std::optional<Clock::time_point> next = sets_.NextDeadline();
   for (const auto& [set_id, negotiator] : negotiators_) {
     auto at = negotiator.NextInspection(stall_warning_, stall_shutdown_);

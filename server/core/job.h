@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,9 @@ class Job {
   void PeerReport(int32_t rank, const wire::PeerReport& msg, Clock::time_point now, Outbox* out);
   // `rank` echoed a probe.
   void ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out);
-  // tuttid's control connection to `rank` is gone (a send found no route): it is lost now.
-  void ConnectionClosed(int32_t rank, Outbox* out);
+  // tuttid's control connection to `rank` is gone (a send found no route): it is lost at the
+  // next Tick, once the frames it sent before were read.
+  void ConnectionClosed(int32_t rank);
   // Some control connection closed: a frame to every live rank finds out whose (the service's
   // send reports the one without a route, as ConnectionClosed).
   void CheckConnections(Outbox* out) const;
@@ -158,7 +160,8 @@ class Job {
 
   // Elastic re-formation (job_elastic.cc): `rank` is lost; the survivors form the next epoch, sets
   // that lost it go on without it, the others are untouched.
-  void Reform(int32_t rank, const Status& why, Outbox* out);
+  // `orderly`: the rank said Bye; collectives already released still run to their end.
+  void Reform(int32_t rank, const Status& why, bool orderly, Outbox* out);
   // Ends an elastic job that stayed below its minimum size for its elastic timeout.
   void ExpireMinimum(Clock::time_point now, Outbox* out);
   // Where each of `slots` (sorted) sits on its host and across hosts (Horovod's local and cross
@@ -170,6 +173,8 @@ class Job {
   std::vector<int32_t> LiveSlots() const;
   // Declares lost the ranks whose probe went unanswered.
   void ExpireProbes(Clock::time_point now, Outbox* out);
+  // Declares lost the ranks whose control connection closed (ConnectionClosed).
+  void EvictClosed(Outbox* out);
   // Takes `rank` out as lost for `why` and tombstones its routing id (evicted_).
   void Evict(int32_t rank, const std::string& why, Outbox* out);
 
@@ -203,6 +208,7 @@ class Job {
     std::vector<std::pair<int32_t, int32_t>> reports;  // (reporting rank, its set)
   };
   std::map<int32_t, ProbeWait> probes_;
+  std::set<int32_t> closed_;  // ranks whose control connection closed, evicted at the next Tick
   uint64_t next_nonce_ = 1;
   std::string token_;
   int32_t size_;

@@ -70,9 +70,15 @@ void Job::ExpireProbes(Clock::time_point now, Outbox* out) {
           out);
 }
 
-void Job::ConnectionClosed(int32_t rank, Outbox* out) {
-  if (!welcomed_ || !alive(rank)) return;
-  Evict(rank, "its control connection to tuttid closed", out);
+void Job::ConnectionClosed(int32_t rank) {
+  // Not at once: what the rank sent last (a Bye, when it finalized) may still wait in the socket.
+  // The next Tick comes after those frames were read.
+  if (welcomed_ && alive(rank)) closed_.insert(rank);
+}
+
+void Job::EvictClosed(Outbox* out) {
+  for (int32_t rank : closed_) Evict(rank, "its control connection to tuttid closed", out);
+  closed_.clear();
 }
 
 void Job::CheckConnections(Outbox* out) const {

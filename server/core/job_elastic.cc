@@ -37,11 +37,11 @@ Status Job::Stale(uint64_t sender_epoch, int32_t set_id) const {
                             sender_epoch, id_, membership_epoch_));
 }
 
-void Job::Reform(int32_t rank, const Status& why, Outbox* out) {
+void Job::Reform(int32_t rank, const Status& why, bool orderly, Outbox* out) {
   state_[rank] = RankState::kLost;
   ++gone_;
-  if (policy_.metrics) policy_.metrics->RankLost();
-  if (policy_.errors) policy_.errors->Add(id_, rank, why);
+  if (!orderly && policy_.metrics) policy_.metrics->RankLost();
+  if (!orderly && policy_.errors) policy_.errors->Add(id_, rank, why);
   const std::vector<int32_t> live = LiveSlots();
   if (live.empty()) {
     spdlog::warn("job '{}': {}; no rank is left", id_, why.message());
@@ -97,6 +97,7 @@ void Job::Reform(int32_t rank, const Status& why, Outbox* out) {
     if (negotiators_.count(id)) base.add_reformed_sets(id);
   for (int32_t id : events.removed) base.add_removed_sets(id);
   wire::ToWire(reformed, base.mutable_error());
+  base.set_orderly(orderly);
   const Placement place = Place(live);
   for (size_t i = 0; i < live.size(); ++i) {
     wire::Reformed message = base;
@@ -106,8 +107,6 @@ void Job::Reform(int32_t rank, const Status& why, Outbox* out) {
     message.set_cross_size(place.cross_size[i]);
     out->push_back({peer_of_rank_[live[i]], frames::Reformed(std::move(message))});
   }
-  if (static_cast<int32_t>(live.size()) < elastic_.min_size && !below_minimum_since_)
-    below_minimum_since_ = Clock::now();
 }
 
 void Job::ExpireMinimum(Clock::time_point now, Outbox* out) {
@@ -116,8 +115,8 @@ void Job::ExpireMinimum(Clock::time_point now, Outbox* out) {
     return;
   const std::vector<int32_t> live = LiveSlots();
   const Status status(Code::kTimeout,
-                      fmt::format("elastic job '{}' ended: {} ranks left, fewer than its minimum "
-                                  "of {}, for {} ms (TUTTI_ELASTIC_TIMEOUT)",
+                      fmt::format("timeout: elastic job '{}' ended: {} ranks left, fewer than its "
+                                  "minimum of {}, for {} ms (TUTTI_ELASTIC_TIMEOUT)",
                                   id_, live.size(), elastic_.min_size, elastic_.timeout_ms));
   spdlog::error("{}", status.message());
   for (int32_t r : live) {

@@ -37,9 +37,16 @@ void Job::Abort(int32_t rank, Outbox* out) {
 void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   if (!alive(rank)) return;
   probes_.erase(rank);
-  // An elastic job re-forms around a lost rank instead of breaking its sets. An orderly leave
-  // does not re-form it: at the end of training ranks finalize one after the other.
-  if (fault && elastic_.on) return Reform(rank, status, out);
+  // An elastic job re-forms around a rank that left instead of breaking its sets. A failure that
+  // would leave it below its minimum size breaks its sets as any job's do, and the job ends if
+  // no rank comes back within its elastic timeout (ExpireMinimum). An orderly leave always
+  // re-forms it: a rank that finalized early (an exception the script let escape, the end of
+  // its training) must not leave the others waiting.
+  if (elastic_.on && welcomed_) {
+    if (!fault || static_cast<int32_t>(alive_ranks()) - 1 >= std::max(elastic_.min_size, 1))
+      return Reform(rank, status, /*orderly=*/!fault, out);
+    if (!below_minimum_since_) below_minimum_since_ = Clock::now();
+  }
   state_[rank] = RankState::kLost;
   ++gone_;
   if (fault && policy_.metrics) policy_.metrics->RankLost();

@@ -34,6 +34,10 @@ constexpr auto kTimelineFlush = std::chrono::seconds(1);
 // fast as tuttid writes; this bounds what a stuck or hostile one costs (about 100 bytes each).
 constexpr int kSendQueueFrames = 100000;
 
+// After a connection closed: when to look again for the rank it belonged to.
+constexpr std::chrono::milliseconds kConnectionRechecks[] = {
+    std::chrono::milliseconds(2), std::chrono::milliseconds(10), std::chrono::milliseconds(50)};
+
 // How long the goodbye frames may take to leave once tuttid stops.
 constexpr auto kGoodbyeLinger = std::chrono::milliseconds(1000);
 
@@ -113,26 +117,20 @@ struct Coordinator::Impl {
   // Never blocks: a client that stops reading must not stall every other job. Frames to a peer
   // that is gone (EHOSTUNREACH) or that left kSendQueueFrames unread (EAGAIN) are dropped, and
   // counted in one warning a second at most. A peer that is gone is reported to the core, which
-  // declares a rank behind it lost; what that makes the core say is sent in the same call.
+  // declares a rank behind it lost at its next Tick.
   void Send(Outbox& out) {
-    while (!out.empty()) {
-      std::vector<std::string> unreachable;
-      for (Outgoing& o : out) {
-        const std::string payload = wire::Encode(o.frame);
-        try {
-          if (!socket.send(zmq::buffer(o.peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
-              !socket.send(zmq::buffer(payload), zmq::send_flags::dontwait))
-            ++dropped;
-        } catch (const zmq::error_t& e) {
+    for (Outgoing& o : out) {
+      const std::string payload = wire::Encode(o.frame);
+      try {
+        if (!socket.send(zmq::buffer(o.peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
+            !socket.send(zmq::buffer(payload), zmq::send_flags::dontwait))
           ++dropped;
-          if (e.num() == EHOSTUNREACH &&
-              std::find(unreachable.begin(), unreachable.end(), o.peer) == unreachable.end())
-            unreachable.push_back(o.peer);
-        }
+      } catch (const zmq::error_t& e) {
+        ++dropped;
+        if (e.num() == EHOSTUNREACH) core.Unreachable(o.peer);
       }
-      out.clear();
-      for (const std::string& peer : unreachable) core.Unreachable(peer, &out);
     }
+    out.clear();
     if (dropped > 0 && Clock::now() - last_drop_warning >= std::chrono::seconds(1)) {
       spdlog::warn("dropped {} frames to ranks that disconnected or stopped reading", dropped);
       dropped = 0;
@@ -206,10 +204,14 @@ void Coordinator::Run() {
   if (s.zap) items.push_back({s.zap->socket().handle(), 0, ZMQ_POLLIN, 0});
   const size_t monitor_item = items.size();
   items.push_back({s.monitor.handle(), 0, ZMQ_POLLIN, 0});
+  std::vector<Clock::time_point> rechecks;  // when to check the connections again, ascending
   while (true) {
     if (s.options.on_iteration) s.options.on_iteration();
     auto now = Clock::now();
     auto wait = max_poll;
+    if (!rechecks.empty())
+      wait = std::clamp(std::chrono::ceil<std::chrono::milliseconds>(rechecks.front() - now),
+                        std::chrono::milliseconds(0), wait);
     if (auto deadline = s.core.NextDeadline())
       wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now) +
                             std::chrono::milliseconds(1),
@@ -223,10 +225,20 @@ void Coordinator::Run() {
     if (items[1].revents & ZMQ_POLLIN) break;
     if (s.zap && (items[zap_item].revents & ZMQ_POLLIN)) s.zap->HandleRequests();
     if (items[monitor_item].revents & ZMQ_POLLIN) {
-      // Drain the events (two parts each); one check answers them all.
+      // Drain the events (two parts each); one check answers them all. The socket may still
+      // hold the closed connection's pipe for a moment (its teardown is a handshake between
+      // ZeroMQ's threads), so the check is repeated shortly after.
       std::vector<zmq::message_t> event;
       while (zmq::recv_multipart(s.monitor, std::back_inserter(event), zmq::recv_flags::dontwait))
         event.clear();
+      const auto at = Clock::now();
+      rechecks.clear();
+      for (auto delay : kConnectionRechecks) rechecks.push_back(at + delay);
+      s.core.CheckConnections(&out);
+      s.Send(out);
+    }
+    while (!rechecks.empty() && rechecks.front() <= Clock::now()) {
+      rechecks.erase(rechecks.begin());
       s.core.CheckConnections(&out);
       s.Send(out);
     }

@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 5
+#define TUTTI_VERSION_MINOR 6
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -222,6 +222,27 @@ TUTTI_API tutti_status_t tutti_local_rank(tutti_runtime_t runtime, int32_t* loca
 TUTTI_API tutti_status_t tutti_local_size(tutti_runtime_t runtime, int32_t* local_size);
 TUTTI_API tutti_status_t tutti_cross_rank(tutti_runtime_t runtime, int32_t* cross_rank);
 TUTTI_API tutti_status_t tutti_cross_size(tutti_runtime_t runtime, int32_t* cross_size);
+
+/* ---- elastic jobs (docs/elastic.md; since 0.6) ---------------------------------------------- */
+/* A job is elastic when its ranks set TUTTI_ELASTIC=1 (tuttirun --min-np does). When it loses a
+ * rank it re-forms into its next membership epoch by itself: the survivors are renumbered
+ * 0..n-1 in their old order, so tutti_rank, tutti_size and the process sets' ranks change at
+ * that point; requests of the earlier epoch on the world and on every set that lost a member
+ * fail with TUTTI_ERR_REFORMED, other sets go on untouched. */
+/* The membership epoch this runtime is in: 1 for a job's first, growing with each re-formation
+ * (and with each generation, docs/lifecycle.md). */
+TUTTI_API tutti_status_t tutti_membership_epoch(tutti_runtime_t runtime, uint64_t* epoch);
+/* Joins the next epoch: waits until this runtime is in a membership epoch later than `after`
+ * (typically the epoch read before a request failed with TUTTI_ERR_PEER_LOST or
+ * TUTTI_ERR_REFORMED), gives it, and acknowledges the re-formation. Until then every request on
+ * a set the re-formation changed (the world, and each set that lost a member) fails with
+ * TUTTI_ERR_REFORMED, so that each of its members sees the change once, whether it had a
+ * request pending at that point or not; other sets are not affected. The re-formation itself
+ * happens without any call; this is where a script waits for it before it re-syncs.
+ * TUTTI_ERR_TIMEOUT after `timeout_ms` (<= 0: the runtime's timeout), or the runtime's failure
+ * (TUTTI_ERR_EVICTED, TUTTI_ERR_COORDINATOR_LOST, the end of a job below its minimum size). */
+TUTTI_API tutti_status_t tutti_await_membership_epoch(tutti_runtime_t runtime, uint64_t after,
+                                                      int64_t timeout_ms, uint64_t* epoch);
 
 /* ---- process sets -------------------------------------------------------------------------- */
 /* Adds the set of `nranks` global ranks (any order, no duplicates). Members wait until every

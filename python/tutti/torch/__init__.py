@@ -179,6 +179,7 @@ def stop_timeline():
 
 from .optimizer import DistributedOptimizer  # noqa: E402,F401 - it uses the functions above
 from .sync_batch_norm import SyncBatchNorm  # noqa: E402,F401
+from . import elastic  # noqa: E402,F401 - hvd.elastic.run, hvd.elastic.TorchState, ...
 
 # Calls on a set: some_set.allreduce(tensor) is allreduce(tensor, process_set=some_set).
 _SET_METHODS = {f.__name__: f for f in (

@@ -18,8 +18,23 @@ class ProcessSet:
     until then (and after its removal) process_set_id is None."""
 
     process_set_id = None
-    ranks = None
+    _ranks = None
     mpi_comm = None
+
+    @property
+    def ranks(self):
+        """The set's global ranks: once registered, as they are now (an elastic job renumbers
+        them when it re-forms; docs/elastic.md)."""
+        if self.process_set_id is not None and _tutti.is_initialized():
+            try:
+                return _tutti.process_set_ranks(self.process_set_id)
+            except _tutti.TuttiError:
+                pass  # removed: the ranks it had
+        return self._ranks
+
+    @ranks.setter
+    def ranks(self, value):
+        self._ranks = value
 
     def __init__(self, ranks_or_comm):
         try:

@@ -1,0 +1,187 @@
+"""Elastic jobs under tuttirun --min-np (docs/elastic.md), in the style of Horovod's elastic
+tests: ranks killed with SIGKILL or failing with an exception mid-training, the survivors
+resuming from the last commit with equal models; a frozen rank evicted; two sets training two
+models where one set's loss never reaches the other; fast fan-out; all ranks failing, the
+minimum size, the reset limit. Workers: tests/python/workers/elastic.py."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BUILD, WORKERS, job_env, lines_of
+
+WORKER = os.path.join(WORKERS, "elastic.py")
+
+
+def tuttirun(np, *worker_args, flags=("--min-np", "2"), timeout=180):
+    command = [os.path.join(BUILD, "tuttirun"), "-np", str(np), *flags, sys.executable, WORKER,
+               *[str(a) for a in worker_args]]
+    return subprocess.run(command, env=job_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def fields(result, rank, key):
+    """The whitespace-split fields after `key` on rank `rank`'s lines starting with it."""
+    return [line.split()[1:] for line in lines_of(result, rank) if line.split()[:1] == [key]]
+
+
+def replay(steps, fail_at, sizes):
+    """The weights train_world should end with: each step averages w - targets over the ranks of
+    that step's world, then w -= 0.5 * that."""
+    w = [0.0] * 4
+    for step in range(steps):
+        n = sizes[0] if step < fail_at else sizes[1]
+        grad = [sum(w[i] - (step * 10 + r + i) for r in range(n)) / n for i in range(4)]
+        w = [w[i] - 0.5 * grad[i] for i in range(4)]
+    return w
+
+
+@pytest.mark.parametrize("how", ["kill", "raise"])
+def test_rank_lost_mid_training_survivors_resume_from_the_last_commit(how):
+    result = tuttirun(4, how)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    survivors = [0, 1, 3]  # tuttirun's rank numbers; rank 3 is rank 2 in the new epoch
+    finals = {}
+    for r in survivors:
+        attempts = fields(result, r, "attempt")
+        assert attempts[0] == ["1", "0", "4", str(r)], attempts
+        # The second attempt: epoch 2, from the commit after step 4, world of 3, renumbered.
+        assert attempts[1] == ["2", "5", "3", str(survivors.index(r))], attempts
+        final = fields(result, r, "final")
+        assert len(final) == 1, result.stdout[-3000:]
+        finals[r] = [float(x) for x in final[0][1:]]
+    assert finals[0] == finals[1] == finals[3]
+    expected = replay(12, 5, (4, 3))
+    assert finals[0] == pytest.approx(expected, abs=1e-6)
+    assert "rank 2 " in result.stderr and "the elastic job goes on without it" in result.stderr
+
+
+def test_a_set_that_loses_a_member_never_stops_the_other_set(tmp_path):
+    result = tuttirun(4, "scoped", tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for r in (0, 1):
+        # Set A ran all its steps and never needed a restore.
+        assert fields(result, r, "a-steps") == [["400", "errors", "0"]], result.stdout[-3000:]
+    # Set B's survivor recovered while set A completed 20 steps or more, and went on alone.
+    recovered = fields(result, 2, "b-recovered")
+    assert recovered and int(recovered[0][0]) >= 20, result.stdout[-3000:]
+    assert fields(result, 2, "b-done") == [["40", "2", "3", "[2]"]]
+
+
+def test_process_sets_survive_a_reset_renumbered_with_the_world():
+    result = tuttirun(4, "sets")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for r, new_rank in ((0, 0), (2, 1), (3, 2)):
+        lines = lines_of(result, r)
+        assert "error ReformedError" in lines
+        assert "world 2 3 %d" % new_rank in lines
+        # Ids kept; old rank 2 is rank 1, old rank 3 is rank 2.
+        assert "set s12 1 [1]" in lines
+        assert "set s2 2 [1]" in lines
+        assert "set s03 3 [0, 2]" in lines
+        assert "set s013 5 [0, 2]" in lines
+        # The set of rank 1 alone lost its only member: removed.
+        assert "s1 UnknownSetError process set 4 was removed" in lines
+        # Sets 1 and 2 both hold [1] now: adding it finds the older.
+        assert "add [1] -> 1 older 1" in lines
+    for r in (0, 3):
+        assert "s03 sum 4.0" in lines_of(result, r)
+
+
+def test_a_killed_rank_is_known_to_every_member_within_the_fan_out_deadline(tmp_path):
+    result = tuttirun(4, "fanout", tmp_path / "killed")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for r in (0, 1, 2):
+        failed = fields(result, r, "failed")
+        assert failed, result.stdout[-3000:]
+        # The promise is 100 ms; asserted with a margin for a loaded 2-core machine.
+        assert float(failed[0][0]) < 1.0, failed
+        assert failed[0][1] == "ReformedError"
+        assert " ".join(failed[0][2:]).startswith(
+            "re-formed: peer lost: rank 3: its control connection to tuttid closed; job ")
+
+
+@pytest.mark.parametrize("asleep_s", [1, 3, 8])
+def test_a_frozen_rank_woken_after_its_eviction_is_told_it_was_evicted(tmp_path, asleep_s):
+    go = tmp_path / "go"
+    command = [os.path.join(BUILD, "tuttirun"), "-np", "2", "--min-np", "1", sys.executable,
+               WORKER, "frozen", str(go)]
+    job = subprocess.Popen(command, env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        pid = None
+        for line in job.stdout:
+            if line.startswith("[1] pid "):
+                pid = int(line.split()[2])
+                break
+        assert pid, "rank 1 never started"
+        os.kill(pid, signal.SIGSTOP)
+        alone = None
+        for line in job.stdout:
+            if line.startswith("[0] alone "):
+                alone = line.split()[2]
+                break
+        assert alone == "1"
+        time.sleep(asleep_s)  # how long after its eviction the frozen rank wakes: the scenario
+        os.kill(pid, signal.SIGCONT)
+        go.write_text("go")
+        out, err = job.communicate(timeout=120)
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.communicate()
+    woken = [line for line in out.splitlines() if line.startswith("[1] woken ")]
+    assert woken, out[-3000:] + err[-3000:]
+    assert woken[0].startswith("[1] woken EvictedError evicted: rank 1 of job 'tuttirun-"), woken
+    assert "was declared lost (no heartbeat for 5000 ms); it can no longer take part in the " \
+           "job" in woken[0] or "was declared lost (its control connection to tuttid closed)" \
+           in woken[0], woken
+    assert job.returncode == 0, out[-3000:] + err[-3000:]
+
+
+def test_all_ranks_failing_ends_the_job_with_the_last_failure():
+    result = tuttirun(2, "fail_all", flags=("--min-np", "1"))
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "rank 1 exited with status 1; the elastic job goes on without it (failure 1)" \
+        in result.stderr
+    assert "tuttirun: rank 0 exited with status 1\n" in result.stderr
+
+
+def test_fewer_ranks_than_the_minimum_for_the_elastic_timeout_end_the_job():
+    result = tuttirun(3, "below_minimum", flags=("--min-np", "3", "--elastic-timeout", "2"))
+    assert result.returncode == 3, result.stdout[-3000:] + result.stderr[-3000:]
+    for r in (0, 1):
+        ended = [line for line in lines_of(result, r) if line.startswith("ended ")]
+        assert ended, result.stdout[-3000:]
+        assert ended[0].startswith("ended TimeoutError timeout: elastic job 'tuttirun-"), ended
+        assert ended[0].endswith("' ended: 2 ranks left, fewer than its minimum of 3, for 2000 "
+                                 "ms (TUTTI_ELASTIC_TIMEOUT)"), ended
+
+
+def test_the_reset_limit_ends_the_job_at_the_failure_past_it():
+    result = tuttirun(3, "serial_failures", flags=("--min-np", "1", "--reset-limit", "1"))
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "rank 2 exited with status 1; the elastic job goes on without it (failure 1 of at " \
+           "most 1)" in result.stderr
+    assert "rank 1 exited with status 1; the reset limit of 1 is reached; stopping the other " \
+           "ranks" in result.stderr
+
+
+def test_without_a_limit_the_job_survives_serial_failures():
+    result = tuttirun(3, "serial_failures", flags=("--min-np", "1"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert fields(result, 0, "survived") == [["1"]]
+
+
+def test_elastic_options_need_min_np():
+    result = subprocess.run([os.path.join(BUILD, "tuttirun"), "-np", "2", "--max-np", "4",
+                             "true"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "tuttirun: --max-np, --elastic-timeout and --reset-limit are for elastic jobs: give " \
+           "--min-np" in result.stderr
+    result = subprocess.run([os.path.join(BUILD, "tuttirun"), "-np", "2", "--min-np", "3",
+                             "true"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "tuttirun: --min-np 3 is more than -np 2" in result.stderr

@@ -1,0 +1,279 @@
+"""Ranks of elastic jobs (tests/python/test_elastic.py): tutti.torch.elastic under tuttirun
+--min-np, with ranks that die (kill -9 or an exception), freeze, or train in separate sets.
+
+    elastic.py SCENARIO [ARGS...]
+
+Lines a rank prints for the test: "key value ..." (see each scenario)."""
+import os
+import signal
+import sys
+import time
+
+import torch
+
+import tutti
+import tutti.torch as hvd
+
+
+def say(*parts):
+    print(*parts, flush=True)
+
+
+def die(how):
+    if how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    raise RuntimeError("this rank fails on purpose")
+
+
+def targets(rank, step, width):
+    # What rank `rank` pulls the model toward at `step`: the test replays the same sums.
+    return torch.tensor([float(step * 10 + rank + i) for i in range(width)], dtype=torch.float64)
+
+
+def train_world(how, steps=12, fail_at=5, victim=2):
+    """World training with one victim: every step averages each rank's gradient of
+    0.5 * |w - targets(rank, step)|^2 and takes an SGD step; commits after every step. The
+    victim dies at `fail_at` before submitting; survivors resume from the last commit.
+    Prints "attempt <epoch> <batch> <size> <rank>" at each (re)start and "final <rank> <w...>"."""
+    hvd.init()
+    model = torch.nn.Linear(4, 1, bias=False).double()
+    with torch.no_grad():
+        model.weight.zero_()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    state = hvd.elastic.TorchState(model, optimizer, batch=0)
+
+    @hvd.elastic.run
+    def train(state):
+        say("attempt", tutti.membership_epoch(), state.batch, hvd.size(), hvd.rank())
+        for step in range(state.batch, steps):
+            if hvd.rank() == victim and step == fail_at and tutti.membership_epoch() == 1:
+                die(how)
+            optimizer.zero_grad()
+            w = model.weight.view(-1)
+            model.weight.grad = (w - targets(hvd.rank(), step, 4)).view(1, -1).detach().clone()
+            model.weight.grad.copy_(hvd.allreduce(model.weight.grad, name="grad", op=hvd.Average))
+            optimizer.step()
+            state.batch = step + 1
+            state.commit()
+
+    train(state)
+    say("final", hvd.rank(), *[f"{x:.12f}" for x in model.weight.view(-1).tolist()])
+    hvd.shutdown()
+
+
+def scoped(progress_dir):
+    """Two models in two sets, A = {0, 1} and B = {2, 3}; rank 3 is killed at B's step 5. B's
+    survivor (rank 2) recovers; during its recovery (a reset callback) it waits until A's rank 0
+    has completed 20 more steps, which A's ranks can only do if B's failure never reached them.
+    Prints "a-steps <n> errors <k>" on A's ranks and "b-recovered <a-steps-during>" on B's."""
+    hvd.init()
+    a, b = hvd.ProcessSet([0, 1]), hvd.ProcessSet([2, 3])
+    hvd.add_process_set(a)
+    hvd.add_process_set(b)
+    mine = a if hvd.rank() in (0, 1) else b
+    model = torch.nn.Linear(8, 1, bias=False).double()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    state = hvd.elastic.TorchState(model, optimizer, process_set=mine, step=0)
+    progress = os.path.join(progress_dir, "a-steps")
+    errors = []
+
+    def a_steps():
+        try:
+            with open(progress) as f:
+                return int(f.read() or 0)
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def wait_for_a():
+        before = a_steps()
+        deadline = time.monotonic() + 60
+        while a_steps() < before + 20 and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling a file the other set writes: observation, not ordering
+        say("b-recovered", a_steps() - before)
+
+    if mine is b:
+        state.register_reset_callbacks([wait_for_a])
+
+    @hvd.elastic.run
+    def train(state):
+        for step in range(state.step, 400 if mine is a else 40):
+            if mine is b and hvd.rank() == 3 and step == 5:
+                die("kill")
+            model.weight.grad = torch.ones_like(model.weight) * (step + 1)
+            hvd.allreduce_(model.weight.grad, name="grad", process_set=mine)
+            optimizer.step()
+            state.step = step + 1
+            state.commit()
+            if mine is a and hvd.rank() == 0:
+                with open(progress + ".tmp", "w") as f:
+                    f.write(str(step + 1))
+                os.replace(progress + ".tmp", progress)
+
+    original_restore = state.restore
+
+    def restore():
+        errors.append(mine is a)
+        original_restore()
+
+    state.restore = restore
+    train(state)
+    if mine is a:
+        say("a-steps", state.step, "errors", len(errors))
+    else:
+        say("b-done", state.step, hvd.rank(), hvd.size(), mine.ranks)
+    hvd.shutdown()
+
+
+def sets_after_reset():
+    """Rank 1 of 4 dies; the survivors check what became of the sets (ids, members, renumbering,
+    an emptied set removed, two sets left equal) and run a collective on a surviving set."""
+    hvd.init()
+    ids = {}
+    for name, ranks in [("s12", [1, 2]), ("s2", [2]), ("s03", [0, 3]), ("s1", [1]),
+                        ("s013", [0, 1, 3])]:
+        ids[name] = tutti.add_process_set(ranks)
+    tutti.barrier()
+    if hvd.rank() == 1:
+        die("kill")
+    try:
+        tutti.barrier()  # the world lost rank 1: fails with the re-formation
+        say("error none")
+    except tutti.TuttiError as e:
+        say("error", type(e).__name__)
+    tutti.await_membership_epoch(1, 30000)
+    say("world", tutti.membership_epoch(), hvd.size(), hvd.rank())
+    for name in ("s12", "s2", "s03", "s013"):
+        say("set", name, ids[name], tutti.process_set_ranks(ids[name]))
+    try:
+        tutti.process_set_ranks(ids["s1"])
+        say("s1 still there")
+    except tutti.UnknownSetError as e:
+        say("s1", type(e).__name__, str(e))
+    say("add [1] ->", tutti.add_process_set([1]), "older", ids["s12"])
+    if hvd.rank() in (0, 2):
+        total = hvd.allreduce(torch.tensor([float(hvd.rank() + 1)]), op=hvd.Sum,
+                              process_set=ids["s03"], name="on-s03")
+        say("s03 sum", total.item())
+    tutti.barrier()  # nobody leaves (which re-forms the job again) before all checked
+    hvd.shutdown()
+
+
+def fanout():
+    """Four ranks run allreduces until rank 3 kills itself with SIGKILL; each survivor prints
+    how long after the kill its collective failed, and with what."""
+    hvd.init()
+    kill_file = sys.argv[2]
+    t = torch.zeros(1024)
+    for step in range(100000):
+        if hvd.rank() == 3 and step == 50:
+            with open(kill_file + ".tmp", "w") as f:
+                f.write(repr(time.time()))
+            os.replace(kill_file + ".tmp", kill_file)
+            os.kill(os.getpid(), signal.SIGKILL)
+        try:
+            hvd.allreduce(t, name="step")
+        except tutti.TuttiError as e:
+            failed = time.time()
+            with open(kill_file) as f:
+                killed = float(f.read())
+            say("failed", f"{failed - killed:.6f}", type(e).__name__, str(e))
+            break
+    hvd.shutdown()
+
+
+def frozen():
+    """Two ranks; rank 1 prints its pid and is frozen by the test. Rank 0 goes on alone once
+    rank 1 is evicted ("alone <size>"); rank 1, woken later, prints what its next call gives."""
+    hvd.init()
+    say("pid", os.getpid())
+    t = torch.zeros(4)
+    if hvd.rank() == 1:
+        go = sys.argv[2]
+        deadline = time.monotonic() + 120
+        # The test freezes this process meanwhile, wakes it, then creates the file.
+        while not os.path.exists(go) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        try:
+            hvd.allreduce(t, name="after-wake")
+            say("woken ok")
+        except tutti.TuttiError as e:
+            say("woken", type(e).__name__, str(e))
+        os._exit(0)  # no finalize: the job is over for this rank
+    epoch = tutti.membership_epoch()
+    try:
+        while True:
+            hvd.allreduce(t, name="tick")
+    except hvd.HorovodInternalError:
+        pass
+    tutti.await_membership_epoch(epoch, 60000)
+    say("alone", hvd.size())
+    hvd.allreduce(t, name="alone")
+    hvd.shutdown()
+
+
+def fail_all():
+    """Every rank raises: rank 1 first, then rank 0 once it saw the job re-form."""
+    hvd.init()
+    if hvd.rank() == 1:
+        die("raise")
+    epoch = tutti.membership_epoch()
+    tutti.await_membership_epoch(epoch, 60000)
+    die("raise")
+
+
+def below_minimum():
+    """Three ranks with --min-np 3: rank 2 dies; the others' elastic run waits for the job to
+    re-form and gets the end of the job instead."""
+    hvd.init()
+    model = torch.nn.Linear(2, 1)
+    state = hvd.elastic.TorchState(model, None, step=0)
+
+    @hvd.elastic.run
+    def train(state):
+        for step in range(state.step, 1000):
+            if hvd.rank() == 2 and step == 3:
+                die("kill")
+            hvd.allreduce(torch.ones(2), name="g")
+            state.step = step + 1
+            state.commit()
+
+    try:
+        train(state)
+        say("finished")
+    except tutti.TuttiError as e:
+        say("ended", type(e).__name__, str(e))
+        sys.exit(3)
+
+
+def serial_failures():
+    """Three ranks: rank 2 dies, then rank 1 once the job re-formed; rank 0 keeps going."""
+    hvd.init()
+    t = torch.zeros(4)
+    for victim in (2, 1):
+        if hvd.rank() == victim:
+            die("raise")
+        epoch = tutti.membership_epoch()
+        try:
+            while True:
+                hvd.allreduce(t, name="tick")
+        except hvd.HorovodInternalError:
+            pass
+        tutti.await_membership_epoch(epoch, 60000)
+    say("survived", hvd.size())
+    hvd.shutdown()
+
+
+SCENARIOS = {
+    "kill": lambda: train_world("kill"),
+    "raise": lambda: train_world("raise"),
+    "scoped": lambda: scoped(sys.argv[2]),
+    "sets": sets_after_reset,
+    "fanout": fanout,
+    "frozen": frozen,
+    "fail_all": fail_all,
+    "below_minimum": below_minimum,
+    "serial_failures": serial_failures,
+}
+
+if __name__ == "__main__":
+    SCENARIOS[sys.argv[1]]()
