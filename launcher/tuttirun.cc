@@ -356,6 +356,10 @@ class Supervisor {
         Escalate();
       }
     }
+    if (elastic_ && !stopping_ && resets_ == static_cast<int>(ranks_.size()) && resets_ > 0) {
+      Say("every rank of the elastic job failed");
+      return last_failure_;
+    }
     return exit_code_;
   }
 
@@ -405,17 +409,19 @@ class Supervisor {
       if (stopping_ || ExitCode(status) == 0) continue;
       bool others = false;
       for (auto& o : ranks_) others |= o->running();
-      // An elastic job re-forms without it (tuttid ends the job below its minimum size).
-      if (elastic_ && others && (reset_limit_ < 0 || resets_ < reset_limit_)) {
+      // An elastic job re-forms without it (tuttid ends the job below its minimum size); it
+      // fails only past the reset limit, or when every rank failed (Run()).
+      if (elastic_ && (reset_limit_ < 0 || resets_ < reset_limit_)) {
         ++resets_;
+        last_failure_ = ExitCode(status);
         Say("rank " + std::to_string(r->rank()) + " " + Describe(status) +
             "; the elastic job goes on without it (failure " + std::to_string(resets_) +
             (reset_limit_ >= 0 ? " of at most " + std::to_string(reset_limit_) : "") + ")");
         continue;
       }
       Say("rank " + std::to_string(r->rank()) + " " + Describe(status) +
-          (elastic_ && others ? "; the reset limit of " + std::to_string(reset_limit_) +
-                                    " is reached; stopping the other ranks"
+          (elastic_ ? "; the reset limit of " + std::to_string(reset_limit_) + " is reached" +
+                          (others ? "; stopping the other ranks" : "")
            : others ? "; stopping the other ranks" : ""));
       BeginStop(ExitCode(status), SIGTERM);
     }
@@ -434,6 +440,7 @@ class Supervisor {
   const bool elastic_;
   const int reset_limit_;
   int resets_ = 0;
+  int last_failure_ = 0;
   bool stopping_ = false;
   bool killed_ = false;
   int exit_code_ = 0;

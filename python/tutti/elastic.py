@@ -34,12 +34,14 @@ class HostUpdateResult:
 
 
 def _elastic_timeout_ms():
-    """How long `run` waits for the job to re-form: TUTTI_ELASTIC_TIMEOUT (seconds), as tuttirun
-    --elastic-timeout sets it; Horovod's default of 600 s otherwise."""
+    """How long `run` waits for the job to re-form: TUTTI_ELASTIC_TIMEOUT (seconds, as tuttirun
+    --elastic-timeout sets it; Horovod's default of 600 s otherwise), plus a grace period: tuttid
+    enforces the timeout itself and says why the job ended, which should arrive first."""
     try:
-        return int(float(os.environ.get("TUTTI_ELASTIC_TIMEOUT", "600")) * 1000)
+        seconds = float(os.environ.get("TUTTI_ELASTIC_TIMEOUT", "600"))
     except ValueError:
-        return 600000
+        seconds = 600
+    return int((seconds + 5) * 1000)
 
 
 class State:

@@ -295,8 +295,8 @@ void CoordinatorCore::DropJob(std::string id, uint64_t key) {
     if (member != members_.end() && member->second.generation == key)
       members_.erase(member);
   }
-  for (auto t = evicted_.begin(); t != evicted_.end();)
-    t = t->second.job == id && t->second.generation == key ? evicted_.erase(t) : std::next(t);
+  // Tombstones outlive the generation: a rank frozen past the end of its job still learns that
+  // it was evicted when it wakes (CollectEvicted bounds how many are kept).
   it->second.erase(generation);  // `id` is a copy: it may have been the job's own id()
   if (it->second.empty()) {
     job_address_.erase(id);
@@ -307,7 +307,13 @@ void CoordinatorCore::DropJob(std::string id, uint64_t key) {
 void CoordinatorCore::CollectEvicted(Job& job) {
   for (auto& [peer, status] : job.TakeEvicted()) {
     members_.erase(peer);
-    evicted_[peer] = Tombstone{job.id(), job.generation(), std::move(status)};
+    if (evicted_.insert_or_assign(peer, Tombstone{job.id(), job.generation(), std::move(status)})
+            .second)
+      evicted_order_.push_back(peer);
+    while (evicted_order_.size() > kMaxTombstones) {
+      evicted_.erase(evicted_order_.front());
+      evicted_order_.pop_front();
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -124,9 +125,12 @@ class CoordinatorCore {
     uint64_t generation;
     Status status;
   };
-  // Routing ids of ranks declared lost, kept while their job lives: whatever they send later is
-  // stale and answered with `status`.
+  // Routing ids of ranks declared lost, the latest kMaxTombstones of them, also after their job
+  // ended: whatever they send later is stale and answered with `status`. A link keeps its routing
+  // id across reconnections (client/control/coordinator_link.cc).
+  static constexpr size_t kMaxTombstones = 1 << 16;
   std::map<std::string, Tombstone> evicted_;
+  std::deque<std::string> evicted_order_;  // oldest first
 };
 
 }  // namespace tutti::server

@@ -146,7 +146,10 @@ def test_all_ranks_failing_ends_the_job_with_the_last_failure():
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert "rank 1 exited with status 1; the elastic job goes on without it (failure 1)" \
         in result.stderr
-    assert "tuttirun: rank 0 exited with status 1\n" in result.stderr
+    assert "rank 0 exited with status 1; the elastic job goes on without it (failure 2)" \
+        in result.stderr
+    assert result.stderr.endswith("tuttirun: every rank of the elastic job failed\n") or \
+        "tuttirun: every rank of the elastic job failed\n" in result.stderr
 
 
 def test_fewer_ranks_than_the_minimum_for_the_elastic_timeout_end_the_job():
@@ -163,10 +166,10 @@ def test_fewer_ranks_than_the_minimum_for_the_elastic_timeout_end_the_job():
 def test_the_reset_limit_ends_the_job_at_the_failure_past_it():
     result = tuttirun(3, "serial_failures", flags=("--min-np", "1", "--reset-limit", "1"))
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "rank 2 exited with status 1; the elastic job goes on without it (failure 1 of at " \
-           "most 1)" in result.stderr
-    assert "rank 1 exited with status 1; the reset limit of 1 is reached; stopping the other " \
-           "ranks" in result.stderr
+    # Ranks 2 and 1 fail one after the other; tuttirun may reap them in either order.
+    assert "exited with status 1; the elastic job goes on without it (failure 1 of at most 1)" \
+        in result.stderr
+    assert "exited with status 1; the reset limit of 1 is reached" in result.stderr
 
 
 def test_without_a_limit_the_job_survives_serial_failures():

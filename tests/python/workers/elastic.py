@@ -214,9 +214,10 @@ def frozen():
 def fail_all():
     """Every rank raises: rank 1 first, then rank 0 once it saw the job re-form."""
     hvd.init()
+    epoch = tutti.membership_epoch()
+    tutti.barrier()  # rank 0 read the epoch before rank 1 goes
     if hvd.rank() == 1:
         die("raise")
-    epoch = tutti.membership_epoch()
     tutti.await_membership_epoch(epoch, 60000)
     die("raise")
 
@@ -250,9 +251,10 @@ def serial_failures():
     hvd.init()
     t = torch.zeros(4)
     for victim in (2, 1):
+        epoch = tutti.membership_epoch()
+        tutti.barrier()  # every rank read the epoch before the victim goes
         if hvd.rank() == victim:
             die("raise")
-        epoch = tutti.membership_epoch()
         try:
             while True:
                 hvd.allreduce(t, name="tick")
