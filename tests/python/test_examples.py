@@ -2,10 +2,12 @@
 reported loss must go down on every rank that reports one, and it must print its own check."""
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
-from conftest import ROOT, lines_of, run_job
+from conftest import BUILD, ROOT, job_env, lines_of, run_job
 
 EXAMPLES = os.path.join(ROOT, "examples", "python")
 FINAL = re.compile(r"^final loss ([0-9.]+) \(first ([0-9.]+)\)$")
@@ -60,3 +62,18 @@ def test_even_odd_losses(np):
     # are noisy), both lower at the end.
     losses = final_losses(result, np)
     assert losses[1][0] > losses[0][0], result.stdout
+
+
+def test_elastic_process_sets():
+    # An elastic job (tuttirun --min-np 2): rank 3 of the odd set dies with SIGKILL in epoch 2;
+    # the odd set restores and finishes alone, the even set never restores.
+    command = [os.path.join(BUILD, "tuttirun"), "-np", "4", "--min-np", "2", sys.executable,
+               os.path.join(EXAMPLES, "elastic_process_sets.py")]
+    result = subprocess.run(command, env=job_env(), capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    check(result, 4, [0, 1], "sets survived")
+    assert any(line.startswith("even set final loss ") and ", restored 0 times," in line
+               for line in lines_of(result, 0)), result.stdout
+    assert any(line.startswith("odd set final loss ") and ", restored 1 times," in line
+               for line in lines_of(result, 1)), result.stdout
+    assert "rank 3 was killed by signal 9; the elastic job goes on without it" in result.stderr

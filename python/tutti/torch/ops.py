@@ -66,6 +66,19 @@ def clear_handles():
         _name_of_handle.clear()
 
 
+def forget_settled(set_ids):
+    """After a failure that elastic.run recovers from: drops the named handles on `set_ids` whose
+    requests completed (the re-formation failed them; the script that submitted them unwound
+    without synchronizing), so that the retried step may use their names again."""
+    with _names_lock:
+        handles = [h for h, key in _name_of_handle.items() if key[0] in set_ids]
+    for handle in handles:
+        pending = _handles.get(handle)
+        if pending is None or pending.poll():
+            _handles.pop(handle, None)
+            _release(handle)
+
+
 def poll(handle):
     """True once the operation behind `handle` completed (synchronize then returns at once)."""
     pending = _handles.get(handle)

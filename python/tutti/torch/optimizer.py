@@ -75,7 +75,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._p_to_group = {}
         self._group_counts = {}
         if self.process_set.included() and (_tutti.size() > 1 or
-                                            os.environ.get("HOROVOD_ELASTIC") == "1"):
+                                            os.environ.get("HOROVOD_ELASTIC") == "1" or
+                                            os.environ.get("TUTTI_ELASTIC") == "1"):
             self._register_hooks()
 
     def load_state_dict(self, *args, **kwargs):

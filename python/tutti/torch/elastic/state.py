@@ -7,7 +7,8 @@ import torch
 import tutti as _tutti
 from tutti import elastic as _elastic
 
-from ..process_sets import global_process_set
+from ..ops import forget_settled
+from ..process_sets import global_process_set, set_id
 from ..state import (allgather_object, broadcast_object, broadcast_optimizer_state,
                      broadcast_parameters)
 from .sampler import ElasticSampler
@@ -30,6 +31,10 @@ class ObjectState(_elastic.ObjectState):
     def __init__(self, process_set=global_process_set, **kwargs):
         self.process_set = process_set
         super().__init__(bcast_object=_bcast_within(process_set), get_rank=_tutti.rank, **kwargs)
+
+    def restore(self):
+        forget_settled({0, set_id(self.process_set)})
+        super().restore()
 
 
 class _SamplerHandler:
@@ -87,6 +92,8 @@ class TorchState(_elastic.ObjectState):
         super().save()
 
     def restore(self):
+        # What the failed attempt left in flight on this set (and the world) is over.
+        forget_settled({0, set_id(self.process_set)})
         if self.model is not None:
             self.model.load_state_dict(self._saved_model)
         if self.optimizer is not None:
