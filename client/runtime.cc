@@ -84,7 +84,6 @@ Status Runtime::Rendezvous() {
   request.set_last_membership_epoch(MembershipMemory::Last(options_.job));
   request.set_elastic(options_.elastic.on);
   request.set_min_size(options_.elastic.min_size);
-  request.set_max_size(options_.elastic.max_size);
   request.set_elastic_timeout_ms(options_.elastic.timeout_ms);
   if (!options_.timeline.empty())
     TUTTI_RETURN_IF_ERROR(timeline_.Start(RankTimelinePath(options_.timeline, options_.rank)));

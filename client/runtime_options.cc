@@ -48,26 +48,21 @@ int64_t StallMs(std::optional<double> seconds) {
   return static_cast<int64_t>(*seconds * 1000);
 }
 
-// TUTTI_ELASTIC=1 with TUTTI_MIN_SIZE, TUTTI_MAX_SIZE and TUTTI_ELASTIC_TIMEOUT (seconds), as
-// tuttirun --min-np/--max-np/--elastic-timeout set them.
+// TUTTI_ELASTIC=1 with TUTTI_MIN_SIZE and TUTTI_ELASTIC_TIMEOUT (seconds), as tuttirun
+// --min-np/--elastic-timeout set them.
 Status ResolveElastic(int32_t size, ElasticOptions* elastic) {
-  std::optional<int64_t> on, min_size, max_size;
+  std::optional<int64_t> on, min_size;
   std::optional<double> timeout_s;
   TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_ELASTIC"}, &on));
   if (!on || *on == 0) return Status::Ok();
   elastic->on = true;
   TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_MIN_SIZE"}, &min_size));
-  TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_MAX_SIZE"}, &max_size));
   TUTTI_RETURN_IF_ERROR(DoubleFromEnv("TUTTI_ELASTIC_TIMEOUT", &timeout_s));
   elastic->min_size = static_cast<int32_t>(min_size.value_or(1));
-  elastic->max_size = static_cast<int32_t>(max_size.value_or(0));
   if (elastic->min_size < 1 || elastic->min_size > size)
     return Status(Code::kInvalidArgument, "TUTTI_MIN_SIZE=" + std::to_string(elastic->min_size) +
                                               " must be in [1, " + std::to_string(size) +
                                               "], the world size");
-  if (elastic->max_size != 0 && elastic->max_size < size)
-    return Status(Code::kInvalidArgument, "TUTTI_MAX_SIZE=" + std::to_string(elastic->max_size) +
-                                              " is below the world size " + std::to_string(size));
   if (timeout_s) {
     if (*timeout_s <= 0 || *timeout_s > 86400)
       return Status(Code::kInvalidArgument,

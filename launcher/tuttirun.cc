@@ -46,7 +46,6 @@ struct Options {
   bool no_prefix = false;
   // Elastic jobs (docs/elastic.md): on with --min-np.
   int min_np = 0;
-  int max_np = 0;
   double elastic_timeout_s = 600;
   int reset_limit = -1;  // failures the job survives; -1: no limit
   std::vector<std::string> command;
@@ -114,7 +113,7 @@ std::vector<std::string> NormalizeArgs(int argc, char** argv) {
     if (a == "--") break;
     if (a == "-np" || a.rfind("-np=", 0) == 0) a.insert(0, "-");
     if (a == "--np" || a == "-n" || a == "--coordinator" || a == "--job" || a == "--log-level" ||
-        a == "--coordinator-timeline" || a == "--min-np" || a == "--max-np" ||
+        a == "--coordinator-timeline" || a == "--min-np" ||
         a == "--elastic-timeout" || a == "--reset-limit") {
       ++i;  // skip the value
     } else if (a.empty() || a[0] != '-') {
@@ -159,8 +158,6 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
                  "Run an elastic job (docs/elastic.md): a rank that fails is dropped and the others "
                  "go on in the job's next membership epoch, as long as at least this many remain")
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-np", opts.max_np, "Elastic jobs: the most ranks the job may have")
-      ->check(CLI::PositiveNumber);
   app.add_option("--elastic-timeout", opts.elastic_timeout_s,
                  "Elastic jobs: seconds the job may have fewer than --min-np ranks before it ends")
       ->capture_default_str()
@@ -201,14 +198,10 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
     problem = "--coordinator must not be empty";
   } else if (app.count("--job") && opts.job.empty()) {
     problem = "--job must not be empty";
-  } else if (opts.min_np == 0 && (app.count("--max-np") || app.count("--elastic-timeout") ||
-                                  app.count("--reset-limit"))) {
-    problem = "--max-np, --elastic-timeout and --reset-limit are for elastic jobs: give --min-np";
+  } else if (opts.min_np == 0 && (app.count("--elastic-timeout") || app.count("--reset-limit"))) {
+    problem = "--elastic-timeout and --reset-limit are for elastic jobs: give --min-np";
   } else if (opts.min_np > opts.np) {
     problem = "--min-np " + std::to_string(opts.min_np) + " is more than -np " +
-              std::to_string(opts.np);
-  } else if (opts.max_np != 0 && opts.max_np < opts.np) {
-    problem = "--max-np " + std::to_string(opts.max_np) + " is less than -np " +
               std::to_string(opts.np);
   }
   if (!problem.empty()) {
@@ -232,7 +225,6 @@ std::vector<std::string> RankEnvironment(const Options& opts, const std::string&
   if (opts.min_np > 0) {
     ours.insert(ours.end(), {{"TUTTI_ELASTIC", "1"},
                              {"TUTTI_MIN_SIZE", std::to_string(opts.min_np)},
-                             {"TUTTI_MAX_SIZE", std::to_string(opts.max_np)},
                              {"TUTTI_ELASTIC_TIMEOUT", std::to_string(opts.elastic_timeout_s)}});
   }
   std::vector<std::string> env;

@@ -9,8 +9,8 @@
 // Liveness: once welcomed, the I/O thread itself sends a Heartbeat every interval (so a wedged
 // I/O thread stops them), and declares the coordinator lost after a lease of silence.
 //
-// Files: coordinator_link.cc (calls, framing, dispatch), link_liveness.cc (heartbeats, the lease,
-// the handshake monitor).
+// Files: coordinator_link.cc (calls, framing, the I/O loop), link_dispatch.cc (what tuttid says,
+// the link's death), link_liveness.cc (heartbeats, the lease, the handshake monitor).
 #pragma once
 
 #include <sys/types.h>

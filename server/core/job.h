@@ -193,7 +193,6 @@ class Job {
   struct Elastic {
     bool on = false;
     int32_t min_size = 0;
-    int32_t max_size = 0;
     int64_t timeout_ms = 0;
   } elastic_;
   // Since when an elastic job has fewer live ranks than its minimum (ExpireMinimum).

@@ -88,7 +88,7 @@ void Job::Welcome(Outbox* out) {
   stall_warning_ = threshold(registrations_[0]->stall_warning_ms(), policy_.stall_warning_ms);
   stall_shutdown_ = threshold(registrations_[0]->stall_shutdown_ms(), policy_.stall_shutdown_ms);
   const wire::Register& first = *registrations_[0];
-  elastic_ = Elastic{first.elastic(), first.min_size(), first.max_size(), first.elastic_timeout_ms()};
+  elastic_ = Elastic{first.elastic(), first.min_size(), first.elastic_timeout_ms()};
 
   const std::vector<int32_t>* world = nullptr;
   (void)sets_.Members(0, &world);

@@ -42,9 +42,6 @@ Status ValidateRegister(const wire::Register& r) {
     if (r.min_size() < 0 || r.min_size() > r.size())
       return Invalid(fmt::format("register: elastic minimum size {} outside [0, {}]", r.min_size(),
                                  r.size()));
-    if (r.max_size() != 0 && r.max_size() < r.size())
-      return Invalid(fmt::format("register: elastic maximum size {} below the world size {}",
-                                 r.max_size(), r.size()));
     if (r.elastic_timeout_ms() < 0) return Invalid("register: negative elastic timeout");
     TUTTI_RETURN_IF_ERROR(CheckTimeoutLimit("register: elastic timeout", r.elastic_timeout_ms()));
   }

@@ -48,6 +48,31 @@ NamedScenarios MembershipAndFaultScenarios() {
        s.Bye(2);
        s.Bye(3);
      }},
+    // Elastic: rank 2 of 3 aborts and the job re-forms into epoch 2; rank 0's announcement on
+    // set 2 from epoch 1 is stale, set 1 (without rank 2) is untouched; then rank 0 reports its
+    // data-plane connection to rank 1 closed and rank 1 echoes the probe: set 1 alone breaks.
+    {"elastic_reform",
+     [](Scenario& s) {
+       RegisterArgs args;
+       args.size = 3;
+       args.elastic = true;
+       args.static_sets = {{0, 1}, {1, 2}};
+       s.Rendezvous(args);
+       s.Announce(0, 0, {Spec("pending", COLLECTIVE_ALLREDUCE, {8})});
+       s.Announce(0, 1, {Spec("set1.before", COLLECTIVE_ALLREDUCE, {8})});
+       s.Abort(2);
+       s.Announce(1, 2, {Spec("stale", COLLECTIVE_ALLREDUCE, {4})});
+       s.Announce(1, 1, {Spec("set1.before", COLLECTIVE_ALLREDUCE, {8})});
+       s.InEpoch(0, 2);
+       s.InEpoch(1, 2);
+       s.Announce(0, 0, {Spec("world.e2", COLLECTIVE_ALLREDUCE, {8})});
+       s.Announce(1, 0, {Spec("world.e2", COLLECTIVE_ALLREDUCE, {8})});
+       s.SetAdd(0, 7, {0, 1});
+       s.PeerReport(0, 1, 1);
+       s.ProbeEcho(1, 1);
+       s.Tick(100);
+       s.ByeAll(2);
+     }},
     // A member joins a set that its members then remove.
     {"join_then_remove",
      [](Scenario& s) {

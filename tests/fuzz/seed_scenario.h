@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -29,6 +30,8 @@ struct RegisterArgs {
   int64_t fusion_threshold = 1 << 20;  // kDefaultFusionThreshold
   int64_t rendezvous_timeout_ms = 0;   // tuttid's default (fuzz::kRendezvousTimeoutMs)
   std::string transport = "auto";
+  bool elastic = false;  // TUTTI_ELASTIC=1 (docs/elastic.md)
+  int32_t min_size = 1;
 };
 
 // `spec` on GPU `index` whose 16-byte uuid is all `uuid` (0: the runtime gave none).
@@ -62,6 +65,9 @@ class Scenario {
 
   // Frames after a rank's Welcome carry the coordinator's epoch (CoordinatorLink::epoch_).
   void Send(int peer, wire::Frame frame, fuzz::Op op = fuzz::kFrameFlush, int advance = 0) {
+    // The membership epoch the rank is in (CoordinatorLink::Stamp): 1 once welcomed.
+    if (welcomed_.count(peer))
+      frame.set_membership_epoch(membership_.count(peer) ? membership_[peer] : 1);
     const std::string bytes = wire::Encode(frame, welcomed_.count(peer) ? fuzz::kEpoch : 0);
     frames_->insert(bytes);
     fuzz::AppendFrame(&input_, peer, bytes, op, advance);
@@ -84,6 +90,8 @@ class Scenario {
     r->set_stall_warning_ms(0);
     r->set_stall_shutdown_ms(0);
     r->set_transport(args.transport);
+    r->set_elastic(args.elastic);
+    if (args.elastic) r->set_min_size(args.min_size);
     for (const auto& set : args.static_sets)
       r->add_static_sets()->mutable_ranks()->Add(set.begin(), set.end());
     Send(peer, std::move(frame));
@@ -190,12 +198,28 @@ class Scenario {
   }
   // After a rendezvous that Register() calls completed: `peer`'s frames carry the epoch.
   void Welcomed(int peer) { welcomed_.insert(peer); }
+  // An elastic job re-formed and `peer` applied it: its frames carry `epoch`.
+  void InEpoch(int peer, uint64_t epoch) { membership_[peer] = epoch; }
+  // Runtime's lane: its data-plane connection to `rank` closed in `set_id`.
+  void PeerReport(int peer, int32_t rank, int32_t set_id) {
+    wire::Frame frame;
+    frame.mutable_peer_report()->set_rank(rank);
+    frame.mutable_peer_report()->set_set_id(set_id);
+    Send(peer, std::move(frame));
+  }
+  // CoordinatorLink's echo of tuttid's probe.
+  void ProbeEcho(int peer, uint64_t nonce) {
+    wire::Frame frame;
+    frame.mutable_probe()->set_nonce(nonce);
+    Send(peer, std::move(frame));
+  }
 
   const std::string& input() const { return input_; }
 
  private:
   std::set<std::string>* frames_;
   std::set<int> welcomed_;
+  std::map<int, uint64_t> membership_;  // peers past membership epoch 1
   std::string input_;
 };
 

@@ -179,12 +179,30 @@ def test_without_a_limit_the_job_survives_serial_failures():
 
 
 def test_elastic_options_need_min_np():
-    result = subprocess.run([os.path.join(BUILD, "tuttirun"), "-np", "2", "--max-np", "4",
+    result = subprocess.run([os.path.join(BUILD, "tuttirun"), "-np", "2", "--reset-limit", "4",
                              "true"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert "tuttirun: --max-np, --elastic-timeout and --reset-limit are for elastic jobs: give " \
-           "--min-np" in result.stderr
+    assert "tuttirun: --elastic-timeout and --reset-limit are for elastic jobs: give --min-np" \
+        in result.stderr
     result = subprocess.run([os.path.join(BUILD, "tuttirun"), "-np", "2", "--min-np", "3",
                              "true"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "tuttirun: --min-np 3 is more than -np 2" in result.stderr
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({"TUTTI_ELASTIC": "1", "TUTTI_MIN_SIZE": "3"},
+     "init InvalidArgumentError TUTTI_MIN_SIZE=3 must be in [1, 2], the world size"),
+    ({"TUTTI_ELASTIC": "1", "TUTTI_ELASTIC_TIMEOUT": "0"},
+     "init InvalidArgumentError TUTTI_ELASTIC_TIMEOUT must be in (0, 86400] seconds"),
+    ({"TUTTI_ELASTIC": "yes"}, "init InvalidArgumentError TUTTI_ELASTIC='yes' is not an integer"),
+    ({}, "await TimeoutError timeout: the job did not re-form past membership epoch 1 within 300 "
+         "ms (is it elastic? TUTTI_ELASTIC=1, tuttirun --min-np)"),
+])
+def test_elastic_settings_a_user_gets_wrong_are_named_on_every_rank(env, expected):
+    command = [os.path.join(BUILD, "tuttirun"), "-np", "2", sys.executable, WORKER, "user_errors"]
+    result = subprocess.run(command, env=job_env(env), capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for r in (0, 1):
+        assert lines_of(result, r) == [expected], result.stdout

@@ -265,7 +265,23 @@ def serial_failures():
     hvd.shutdown()
 
 
+def user_errors():
+    """Prints what init gives with the environment the test set, or, when init works, what
+    waiting for a re-formation that never comes gives."""
+    try:
+        hvd.init()
+    except tutti.TuttiError as e:
+        say("init", type(e).__name__, str(e))
+        return
+    try:
+        tutti.await_membership_epoch(tutti.membership_epoch(), 300)
+    except tutti.TuttiError as e:
+        say("await", type(e).__name__, str(e))
+    hvd.shutdown()
+
+
 SCENARIOS = {
+    "user_errors": user_errors,
     "kill": lambda: train_world("kill"),
     "raise": lambda: train_world("raise"),
     "scoped": lambda: scoped(sys.argv[2]),

@@ -1,0 +1,106 @@
+// What tuttid tells the link, on its I/O thread: replies matched to waiting callers, the rest
+// handed to the LinkListener; the probe echoed from here (it asks about this very thread); and
+// the link's death, which ends every wait at once.
+#include "client/control/coordinator_link.h"
+
+#include "proto/status_codec.h"
+
+namespace tutti::client {
+
+void CoordinatorLink::Dispatch(wire::Frame& frame) {
+  switch (frame.body_case()) {
+    case wire::Frame::kWelcome:
+    case wire::Frame::kRefusal: {
+      if (frame.has_refusal() && !frame.refusal().tensor_name().empty()) {
+        const wire::Refusal& refusal = frame.refusal();
+        listener_->OnTensorRefused(refusal.set_id(), refusal.tensor_name(),
+                                   wire::ToStatus(refusal.error()));
+        return;
+      }
+      const Status refused = frame.has_refusal() ? wire::ToStatus(frame.refusal().error()) : Status();
+      if (AnswerRegistration(Answer{Status(), std::move(frame)})) return;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!registered_ || refused.ok()) return;
+      }
+      // Refused after joining: evicted, or a restarted tuttid that does not know us.
+      Die(refused);
+      return;
+    }
+    case wire::Frame::kSetReply:
+    case wire::Frame::kCoordinatorCounters: {
+      const uint64_t id = frame.has_set_reply() ? frame.set_reply().request_id()
+                                                : frame.coordinator_counters().request_id();
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = calls_.find(id);
+      if (it == calls_.end()) return;  // its caller gave up waiting
+      it->second.set_value(Answer{Status(), std::move(frame)});
+      calls_.erase(it);
+      return;
+    }
+    case wire::Frame::kExecute: {
+      Status status;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        status = announced_.Apply(frame.mutable_execute());
+      }
+      if (!status.ok()) return Die(status);
+      listener_->OnExecute(*frame.mutable_execute());
+      return;
+    }
+    case wire::Frame::kFault: {
+      const wire::Fault& fault = frame.fault();
+      const Status status = wire::ToStatus(fault.error());
+      if (fault.broken_sets_size() > 0)
+        return listener_->OnSetsBroken({fault.broken_sets().begin(), fault.broken_sets().end()},
+                                       status);
+      // No rank lost: the job is over for this rank (tuttid is stopping, an elastic job ended).
+      if (fault.lost_ranks_size() == 0) return Die(status);
+      listener_->OnRanksLost({fault.lost_ranks().begin(), fault.lost_ranks().end()}, status);
+      return;
+    }
+    case wire::Frame::kProbe: {
+      // Answered from this thread, which is what tuttid asks about.
+      wire::Frame echo;
+      echo.mutable_probe()->set_nonce(frame.probe().nonce());
+      std::lock_guard<std::mutex> lock(mu_);
+      outbox_.push_back(Stamp(echo));
+      return;
+    }
+    case wire::Frame::kReformed:
+      listener_->OnReformed(frame.reformed());
+      return;
+    case wire::Frame::kCommId: {
+      const wire::CommId& relayed = frame.comm_id();
+      listener_->OnCommId(relayed.set_id(), relayed.device_group(), relayed.id());
+      return;
+    }
+    default:
+      return;  // nothing else is sent to ranks
+  }
+}
+
+void CoordinatorLink::Die(const Status& status) {
+  std::map<uint64_t, std::promise<Answer>> calls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return;
+    dead_ = status;
+    calls.swap(calls_);
+  }
+  // Callers waiting on a set change, or on the rendezvous, learn it now rather than at their
+  // deadline.
+  for (auto& [id, promise] : calls) promise.set_value(Answer{status, {}});
+  AnswerRegistration(Answer{status, {}});
+  listener_->OnLinkDead(status);
+}
+
+bool CoordinatorLink::AnswerRegistration(Answer answer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!registration_) return false;
+  registration_->set_value(std::move(answer));
+  registration_.reset();
+  return true;
+}
+
+}  // namespace tutti::client
