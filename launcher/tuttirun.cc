@@ -1,6 +1,8 @@
 // tuttirun: starts N local ranks of a program, wires them to a coordinator (embedded unless one
 // is given), prefixes their output with the rank, and tears the whole job down as soon as one
-// rank fails. See docs/launcher.md.
+// rank fails (an elastic job, --min-np, goes on without it). See docs/launcher.md. Here: options,
+// the ranks' environment, the embedded coordinator, signals; supervisor.cc watches the ranks,
+// output.cc writes what tuttirun says and forwards.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,7 +25,9 @@
 #include <thread>
 #include <vector>
 
+#include "launcher/output.h"
 #include "launcher/rank_process.h"
+#include "launcher/supervisor.h"
 #include "server/service/coordinator.h"
 
 extern char** environ;
@@ -31,11 +35,10 @@ extern char** environ;
 namespace {
 
 using tutti::launcher::RankProcess;
-using tutti::launcher::Stream;
-using Clock = std::chrono::steady_clock;
+using tutti::launcher::Say;
+using tutti::launcher::Supervisor;
 
 constexpr int kUsageError = 2;
-constexpr auto kGracePeriod = std::chrono::seconds(5);
 
 struct Options {
   int np = 0;
@@ -55,38 +58,12 @@ struct Options {
 // has a single place where it waits and no race between checking a flag and sleeping.
 int g_wake_write_fd = -1;
 
-// Whether rank output lines get their "[rank] " prefix (--no-prefix clears it before ranks start).
-bool g_prefix_lines = true;
-
 void OnSignal(int sig) {
   const int saved = errno;
   const unsigned char b = static_cast<unsigned char>(sig);
   (void)!::write(g_wake_write_fd, &b, 1);  // a full pipe already guarantees a wakeup
   errno = saved;
 }
-
-// Set when a write finds that nobody reads our stdout or stderr any more (`tuttirun ... | head`);
-// indexed by descriptor, so that we stop paying a failing write for every line.
-bool g_output_closed[3] = {false, false, false};
-
-void WriteAll(int fd, std::string_view s) {
-  if (fd <= 2 && g_output_closed[fd]) return;
-  while (!s.empty()) {
-    ssize_t n = ::write(fd, s.data(), s.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      // Our stdout may be a non-blocking descriptor we inherited.
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, -1);
-      continue;
-    }
-    if (n < 0 && errno == EPIPE && fd <= 2) g_output_closed[fd] = true;
-    if (n <= 0) return;
-    s.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-void Say(const std::string& message) { WriteAll(STDERR_FILENO, "tuttirun: " + message + "\n"); }
 
 std::string RandomHex(size_t bytes) {
   std::vector<unsigned char> raw(bytes);
@@ -241,20 +218,6 @@ std::vector<std::string> RankEnvironment(const Options& opts, const std::string&
   return env;
 }
 
-// The exit status tuttirun reports for a rank, in the shell's convention.
-int ExitCode(int wait_status) {
-  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
-  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
-  return 1;
-}
-
-std::string Describe(int wait_status) {
-  if (WIFSIGNALED(wait_status)) {
-    return "was killed by signal " + std::to_string(WTERMSIG(wait_status));
-  }
-  return "exited with status " + std::to_string(ExitCode(wait_status));
-}
-
 // Owns the embedded coordinator's thread so that every exit path stops and joins it.
 class EmbeddedCoordinator {
  public:
@@ -297,156 +260,13 @@ void InstallSignalHandlers(int wake_write_fd) {
   ::sigaction(SIGPIPE, &ign, nullptr);
 }
 
-// Supervises started ranks until every one is reaped and its output forwarded.
-class Supervisor {
- public:
-  // `reset_limit`: in an elastic job, the rank failures the others survive (-1: any number;
-  // without --min-np the first failure stops the job).
-  Supervisor(std::vector<std::unique_ptr<RankProcess>>& ranks, int wake_read_fd, bool elastic,
-             int reset_limit)
-      : ranks_(ranks), wake_fd_(wake_read_fd), elastic_(elastic), reset_limit_(reset_limit) {}
-
-  // The first reason to stop decides the exit code; later ones only add urgency.
-  void BeginStop(int exit_code, int sig) {
-    if (!stopping_) {
-      stopping_ = true;
-      exit_code_ = exit_code;
-      kill_at_ = Clock::now() + kGracePeriod;
-    }
-    for (auto& r : ranks_) r->Signal(sig);
-  }
-
-  int Run() {
-    while (!Done()) {
-      std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
-      std::vector<std::pair<RankProcess*, Stream>> owners{{nullptr, Stream::kOut}};
-      for (auto& r : ranks_) {
-        for (Stream s : {Stream::kOut, Stream::kErr}) {
-          if (r->fd(s) < 0) continue;
-          fds.push_back({r->fd(s), POLLIN, 0});
-          owners.emplace_back(r.get(), s);
-        }
-      }
-      if (::poll(fds.data(), fds.size(), PollTimeoutMs()) < 0 && errno != EINTR) {
-        Say(std::string("poll: ") + std::strerror(errno));
-        BeginStop(1, SIGKILL);
-      }
-      if (fds[0].revents) HandleSignals();
-      for (size_t i = 1; i < fds.size(); ++i) {
-        if (fds[i].revents) owners[i].first->ReadAvailable(owners[i].second, sink_);
-      }
-      ReapExited();
-      if ((g_output_closed[STDOUT_FILENO] || g_output_closed[STDERR_FILENO]) && !stopping_) {
-        // Like a shell pipeline: once the reader is gone, the writers go too.
-        Say("output closed; stopping the ranks");
-        BeginStop(128 + SIGPIPE, SIGTERM);
-      }
-      if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
-        for (auto& r : ranks_) {
-          if (r->running()) Say("rank " + std::to_string(r->rank()) + " did not stop; killing it");
-        }
-        Escalate();
-      }
-    }
-    if (elastic_ && !stopping_ && resets_ == static_cast<int>(ranks_.size()) && resets_ > 0) {
-      Say("every rank of the elastic job failed");
-      return last_failure_;
-    }
-    return exit_code_;
-  }
-
- private:
-  bool Done() const {
-    for (auto& r : ranks_) {
-      if (r->running() || r->streams_open()) return false;
-    }
-    return true;
-  }
-
-  int PollTimeoutMs() const {
-    if (!stopping_ || killed_) return -1;
-    auto left = std::chrono::ceil<std::chrono::milliseconds>(kill_at_ - Clock::now()).count();
-    return left < 0 ? 0 : static_cast<int>(left);
-  }
-
-  void Escalate() {
-    killed_ = true;
-    for (auto& r : ranks_) r->Signal(SIGKILL);
-  }
-
-  void HandleSignals() {
-    unsigned char buf[64];
-    ssize_t n;
-    while ((n = ::read(wake_fd_, buf, sizeof buf)) > 0) {
-      for (ssize_t i = 0; i < n; ++i) {
-        const int sig = buf[i];
-        if (sig == SIGCHLD) continue;  // ReapExited() runs on every iteration anyway
-        if (stopping_) {
-          // A second Ctrl-C means "now": do not make the user wait out the grace period.
-          Say("received signal " + std::to_string(sig) + " again; killing the ranks");
-          Escalate();
-        } else {
-          Say("received signal " + std::to_string(sig) + "; stopping the ranks");
-          BeginStop(128 + sig, sig);
-        }
-      }
-    }
-  }
-
-  void ReapExited() {
-    for (auto& r : ranks_) {
-      if (!r->running() || !r->TryReap()) continue;
-      r->Drain(sink_);  // its output before our verdict on it
-      const int status = r->wait_status();
-      if (stopping_ || ExitCode(status) == 0) continue;
-      bool others = false;
-      for (auto& o : ranks_) others |= o->running();
-      // An elastic job re-forms without it (tuttid ends the job below its minimum size); it
-      // fails only past the reset limit, or when every rank failed (Run()).
-      if (elastic_ && (reset_limit_ < 0 || resets_ < reset_limit_)) {
-        ++resets_;
-        last_failure_ = ExitCode(status);
-        Say("rank " + std::to_string(r->rank()) + " " + Describe(status) +
-            "; the elastic job goes on without it (failure " + std::to_string(resets_) +
-            (reset_limit_ >= 0 ? " of at most " + std::to_string(reset_limit_) : "") + ")");
-        continue;
-      }
-      Say("rank " + std::to_string(r->rank()) + " " + Describe(status) +
-          (elastic_ ? "; the reset limit of " + std::to_string(reset_limit_) + " is reached" +
-                          (others ? "; stopping the other ranks" : "")
-           : others ? "; stopping the other ranks" : ""));
-      BeginStop(ExitCode(status), SIGTERM);
-    }
-  }
-
-  static void Forward(int rank, Stream s, std::string_view line) {
-    // One write per line: tuttirun is the only writer, so lines never interleave.
-    std::string out = g_prefix_lines ? "[" + std::to_string(rank) + "] " : std::string();
-    out.append(line);
-    out += '\n';
-    WriteAll(s == Stream::kOut ? STDOUT_FILENO : STDERR_FILENO, out);
-  }
-
-  std::vector<std::unique_ptr<RankProcess>>& ranks_;
-  int wake_fd_;
-  const bool elastic_;
-  const int reset_limit_;
-  int resets_ = 0;
-  int last_failure_ = 0;
-  bool stopping_ = false;
-  bool killed_ = false;
-  int exit_code_ = 0;
-  Clock::time_point kill_at_{};
-  const RankProcess::LineSink sink_ = Forward;
-};
-
 int Main(int argc, char** argv) {
   Options opts;
   if (auto code = ParseOptions(argc, argv, opts)) return *code;
 
   const std::string token = RandomHex(16);
   if (opts.job.empty()) opts.job = "tuttirun-" + RandomHex(8);
-  g_prefix_lines = !opts.no_prefix;
+  tutti::launcher::SetLinePrefixes(!opts.no_prefix);
 
   int wake[2];
   if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) {
