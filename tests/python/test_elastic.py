@@ -206,3 +206,15 @@ def test_elastic_settings_a_user_gets_wrong_are_named_on_every_rank(env, expecte
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     for r in (0, 1):
         assert lines_of(result, r) == [expected], result.stdout
+
+
+def test_a_rank_that_initializes_again_cannot_join_a_running_elastic_job_yet(tmp_path):
+    result = tuttirun(2, "rejoin", tmp_path / "marker", flags=("--min-np", "1"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rejoin = [line for line in lines_of(result, 1) if line.startswith("rejoin ")]
+    assert rejoin, result.stdout[-3000:]
+    assert rejoin[0].startswith("rejoin UnsupportedError unsupported: rank 1 of elastic job "
+                                "'tuttirun-"), rejoin
+    assert rejoin[0].endswith("' left and the job runs on without it; adding ranks to a running "
+                              "elastic job is not supported yet (docs/elastic.md)"), rejoin
+    assert fields(result, 0, "alone") == [["1"]]

@@ -280,7 +280,33 @@ def user_errors():
     hvd.shutdown()
 
 
+def rejoin():
+    """Rank 1 of 2 finalizes and initializes again while rank 0 runs on: refused, since ranks
+    cannot be added to a running elastic job yet. Rank 0 stays until rank 1 wrote `marker`."""
+    marker = sys.argv[2]
+    hvd.init()
+    epoch = tutti.membership_epoch()
+    tutti.barrier()
+    if hvd.rank() == 1:
+        hvd.shutdown()
+        try:
+            hvd.init()
+            say("rejoined")
+        except tutti.TuttiError as e:
+            say("rejoin", type(e).__name__, str(e))
+        with open(marker, "w") as f:
+            f.write("done")
+        return
+    tutti.await_membership_epoch(epoch, 60000)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.01)  # observing the other process's file: not ordering the job
+    say("alone", hvd.size())
+    hvd.shutdown()
+
+
 SCENARIOS = {
+    "rejoin": rejoin,
     "user_errors": user_errors,
     "kill": lambda: train_world("kill"),
     "raise": lambda: train_world("raise"),
