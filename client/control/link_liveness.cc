@@ -10,13 +10,18 @@ namespace tutti::client {
 std::chrono::milliseconds CoordinatorLink::KeepAlive() {
   using std::chrono::milliseconds;
   milliseconds interval, lease;
+  const auto now = transport::Clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!registered_ || !dead_.ok()) return milliseconds(-1);
+    if (!registered_ || !dead_.ok()) {
+      // The loop's time is kept before registration too: a process frozen between the Welcome
+      // and this thread's next turn must be seen to have overslept, not to have heard nothing.
+      last_loop_ = now;
+      return milliseconds(-1);
+    }
     interval = heartbeat_interval_;
     lease = lease_;
   }
-  const auto now = transport::Clock::now();
   if (last_received_ == transport::Clock::time_point{}) last_received_ = last_heartbeat_ = now;
   // A loop that overslept by far means this process was frozen (SIGSTOP, a debugger): the
   // silence was ours, not the coordinator's. Ask again and give it a full lease to answer, which
