@@ -23,7 +23,6 @@ import time
 
 import torch
 
-import tutti
 import tutti.torch as hvd
 
 

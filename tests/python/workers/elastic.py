@@ -30,6 +30,17 @@ def targets(rank, step, width):
     return torch.tensor([float(step * 10 + rank + i) for i in range(width)], dtype=torch.float64)
 
 
+def tick_until_reformed(epoch):
+    """World allreduces until one fails with the loss of a rank; then joins the next epoch."""
+    t = torch.zeros(4)
+    try:
+        while True:
+            hvd.allreduce(t, name="tick")
+    except hvd.HorovodInternalError:
+        pass
+    tutti.await_membership_epoch(epoch, 60000)
+
+
 def train_world(how, steps=12, fail_at=5, victim=2):
     """World training with one victim: every step averages each rank's gradient of
     0.5 * |w - targets(rank, step)|^2 and takes an SGD step; commits after every step. The
@@ -199,13 +210,7 @@ def frozen():
         except tutti.TuttiError as e:
             say("woken", type(e).__name__, str(e))
         os._exit(0)  # no finalize: the job is over for this rank
-    epoch = tutti.membership_epoch()
-    try:
-        while True:
-            hvd.allreduce(t, name="tick")
-    except hvd.HorovodInternalError:
-        pass
-    tutti.await_membership_epoch(epoch, 60000)
+    tick_until_reformed(tutti.membership_epoch())
     say("alone", hvd.size())
     hvd.allreduce(t, name="alone")
     hvd.shutdown()
@@ -249,18 +254,12 @@ def below_minimum():
 def serial_failures():
     """Three ranks: rank 2 dies, then rank 1 once the job re-formed; rank 0 keeps going."""
     hvd.init()
-    t = torch.zeros(4)
     for victim in (2, 1):
         epoch = tutti.membership_epoch()
         tutti.barrier()  # every rank read the epoch before the victim goes
         if hvd.rank() == victim:
             die("raise")
-        try:
-            while True:
-                hvd.allreduce(t, name="tick")
-        except hvd.HorovodInternalError:
-            pass
-        tutti.await_membership_epoch(epoch, 60000)
+        tick_until_reformed(epoch)
     say("survived", hvd.size())
     hvd.shutdown()
 

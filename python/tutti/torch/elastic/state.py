@@ -2,8 +2,6 @@
 back to the copy, sync() broadcasts within the set from its lowest (surviving) member."""
 import copy
 
-import torch
-
 import tutti as _tutti
 from tutti import elastic as _elastic
 
