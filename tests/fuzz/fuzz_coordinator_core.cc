@@ -7,6 +7,7 @@
 //  - every frame goes to a routing id that sent something, and is a kind tuttid sends to ranks;
 //  - each set's Execute stream reaches a rank numbered from 0 without gaps (the client checks it);
 //  - after Tick(now), no deadline is left at or before `now` (else tuttid's loop would spin).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -133,6 +134,7 @@ class Harness {
           // A new job for this routing id: its set streams start over.
           for (auto it = next_seq_.begin(); it != next_seq_.end();)
             it = it->first.first == o.peer ? next_seq_.erase(it) : std::next(it);
+          membership_epoch_[o.peer] = frame.welcome().membership_epoch();
           break;
         case wire::Frame::kExecute: {
           uint64_t& expected = next_seq_[{o.peer, frame.execute().set_id()}];
@@ -157,11 +159,25 @@ class Harness {
             Fail("a CommId relayed with a bad id or device group");
           break;
         }
+        case wire::Frame::kReformed: {
+          // An elastic job's next epoch (docs/elastic.md): later than the last one this routing
+          // id heard, over at least one live slot, ascending.
+          const wire::Reformed& reformed = frame.reformed();
+          uint64_t& last = membership_epoch_[o.peer];
+          if (reformed.membership_epoch() <= last)
+            Fail("a Reformed that does not move the membership epoch forward");
+          last = reformed.membership_epoch();
+          if (reformed.members_size() == 0 ||
+              !std::is_sorted(reformed.members().begin(), reformed.members().end()))
+            Fail("a Reformed without ascending live slots");
+          break;
+        }
         case wire::Frame::kSetReply:
         case wire::Frame::kRefusal:
         case wire::Frame::kHeartbeat:
         case wire::Frame::kFault:
         case wire::Frame::kCoordinatorCounters:
+        case wire::Frame::kProbe:
           break;
         default:
           Fail("a frame of a kind tuttid never sends: " + std::to_string(frame.body_case()));
@@ -218,6 +234,7 @@ class Harness {
   // While a frame is handled: receiver -> the peer whose CommId it may receive.
   std::map<std::string, std::string> relayed_from_;
   std::map<std::pair<std::string, int32_t>, uint64_t> next_seq_;
+  std::map<std::string, uint64_t> membership_epoch_;  // the latest each routing id was told
 };
 
 }  // namespace
