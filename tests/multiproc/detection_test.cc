@@ -1,0 +1,104 @@
+// Fast detection's report path against a real tuttid (docs/elastic.md, "Detection"): a rank
+// reports its data-plane connection to a peer closed; tuttid probes the peer. Raw clients play
+// both ranks, so that the peer can answer the probe, or not, on purpose.
+#include <gtest/gtest.h>
+
+#include "multiproc/cluster.h"
+#include "multiproc/raw_client.h"
+
+namespace tutti::testing {
+namespace {
+
+void JoinAsPair(RawClient& rank0, RawClient& rank1, const std::string& job) {
+  for (int32_t r = 0; r < 2; ++r) {
+    wire::Frame registration = Register(r, 2);
+    registration.mutable_register_()->set_job(job);
+    (r == 0 ? rank0 : rank1).Send(Encoded(registration));
+  }
+  ASSERT_EQ(rank0.Refusal(), "not a refusal");  // the Welcomes
+  ASSERT_EQ(rank1.Refusal(), "not a refusal");
+}
+
+void Announce(RawClient& client, const std::string& name) {
+  wire::Frame frame;
+  auto* spec = frame.mutable_announce()->add_sets()->add_tensors();
+  spec->set_name(name);
+  spec->set_kind(wire::COLLECTIVE_ALLREDUCE);
+  spec->set_dtype(3);  // TUTTI_DTYPE_FLOAT32
+  spec->add_shape(1);
+  spec->set_reduce_op(1);
+  spec->set_prescale(1);
+  spec->set_postscale(1);
+  client.Send(Encoded(frame));
+}
+
+void Report(RawClient& client, int32_t rank, int32_t set_id) {
+  wire::Frame frame;
+  frame.mutable_peer_report()->set_rank(rank);
+  frame.mutable_peer_report()->set_set_id(set_id);
+  client.Send(Encoded(frame));
+}
+
+// The next Fault `client` receives (Executes before it are skipped), or none.
+std::optional<wire::Fault> NextFault(RawClient& client) {
+  wire::Frame frame;
+  while (client.Receive(&frame))
+    if (frame.has_fault()) return frame.fault();
+  return std::nullopt;
+}
+
+TEST(Detection, AReportedPeerThatAnswersTheProbeBreaksOnlyTheReportersSet) {
+  // A long probe timeout: the answer must win however loaded the machine is.
+  Tuttid tuttid({"--probe-timeout-ms", "60000"});
+  RawClient rank0(tuttid.endpoint()), rank1(tuttid.endpoint());
+  JoinAsPair(rank0, rank1, "answers");
+  Announce(rank0, "t");
+  Report(rank0, 1, 0);
+  wire::Frame probe;
+  ASSERT_TRUE(rank1.Receive(&probe));
+  ASSERT_TRUE(probe.has_probe());
+  rank1.Send(Encoded(probe));  // the echo
+  wire::Frame execute;
+  ASSERT_TRUE(rank0.Receive(&execute));
+  ASSERT_TRUE(execute.has_execute());
+  ASSERT_EQ(execute.execute().responses_size(), 1);
+  EXPECT_EQ(execute.execute().responses(0).error().code(), -6);
+  EXPECT_EQ(execute.execute().responses(0).error().message(),
+            "peer lost: data-plane connection to rank 1 lost while 't' was pending");
+  for (RawClient* member : {&rank0, &rank1}) {
+    auto fault = NextFault(*member);
+    ASSERT_TRUE(fault);
+    EXPECT_EQ(fault->lost_ranks_size(), 0);  // nobody is evicted
+    ASSERT_EQ(fault->broken_sets_size(), 1);
+    EXPECT_EQ(fault->broken_sets(0), 0);
+    EXPECT_EQ(fault->error().message(), "peer lost: data-plane connection to rank 1 lost");
+  }
+}
+
+TEST(Detection, AReportedPeerThatDoesNotAnswerIsLostAndEvicted) {
+  Tuttid tuttid;  // the default probe timeout, 50 ms
+  RawClient rank0(tuttid.endpoint()), rank1(tuttid.endpoint());
+  JoinAsPair(rank0, rank1, "silent");
+  Report(rank0, 1, 0);  // rank 1 never reads, let alone answers
+  auto fault = NextFault(rank0);
+  ASSERT_TRUE(fault);
+  ASSERT_EQ(fault->lost_ranks_size(), 1);
+  EXPECT_EQ(fault->lost_ranks(0), 1);
+  const std::string why =
+      "its data-plane connection to rank 0 closed and it did not answer a probe within 50 ms";
+  EXPECT_EQ(fault->error().message(), "peer lost: rank 1: " + why);
+  wire::Frame heartbeat;
+  heartbeat.mutable_heartbeat();
+  rank1.Send(Encoded(heartbeat));
+  wire::Frame refusal;
+  do {
+    ASSERT_TRUE(rank1.Receive(&refusal));
+  } while (!refusal.has_refusal());
+  EXPECT_EQ(refusal.refusal().error().code(), -17);
+  EXPECT_EQ(refusal.refusal().error().message(),
+            "evicted: rank 1 of job 'silent' was declared lost (" + why +
+                "); it can no longer take part in the job");
+}
+
+}  // namespace
+}  // namespace tutti::testing
