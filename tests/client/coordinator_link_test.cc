@@ -349,8 +349,10 @@ TEST(CoordinatorLink, RegistrationWaitingForOtherRanksEndsWithTheLinkAndTuttidsR
   const int waited = results[0].code() == Code::kInvalidArgument ? 1 : 0;
   EXPECT_TRUE(IsStatus(results[1 - waited], Code::kInvalidArgument,
                        "rank 0 of job 'link-rendezvous' is already registered"));
-  // The waiting rank's link died with tuttid's reason...
+  // The waiting rank's link died with tuttid's reason (the link ends the registration's wait
+  // before it tells the listener, so wait for that)...
   Rank& waiting = waited == 0 ? first : second;
+  EXPECT_TRUE(waiting.listener.WaitUntil([&] { return !waiting.listener.dead.empty(); }));
   {
     std::lock_guard<std::mutex> lock(waiting.listener.mu);
     ASSERT_EQ(waiting.listener.dead.size(), 1u);
