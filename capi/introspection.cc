@@ -77,6 +77,15 @@ TUTTI_API tutti_status_t tutti_await_membership_epoch(tutti_runtime_t rt, uint64
   });
 }
 
+TUTTI_API tutti_status_t tutti_ranks_waiting(tutti_runtime_t rt, int32_t* count) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(count);
+    *count = rt->runtime->ranks_waiting();
+    return TUTTI_OK;
+  });
+}
+
 TUTTI_API tutti_status_t tutti_device_check(int32_t device_type, int32_t device_index) {
   return Fenced(__func__, [&]() -> tutti_status_t {
     if (device_index < 0) return Invalid("device_index is negative");

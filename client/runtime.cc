@@ -84,6 +84,7 @@ Status Runtime::Rendezvous() {
   request.set_last_membership_epoch(MembershipMemory::Last(options_.job));
   request.set_elastic(options_.elastic.on);
   request.set_min_size(options_.elastic.min_size);
+  request.set_max_size(options_.elastic.max_size);
   request.set_elastic_timeout_ms(options_.elastic.timeout_ms);
   if (!options_.timeline.empty())
     TUTTI_RETURN_IF_ERROR(timeline_.Start(RankTimelinePath(options_.timeline, options_.rank)));
@@ -91,8 +92,13 @@ Status Runtime::Rendezvous() {
     request.add_static_sets()->mutable_ranks()->Add(set.begin(), set.end());
   TUTTI_RETURN_IF_ERROR(link_->Register(request, &welcome_));
   MembershipMemory::Joined(options_.job, welcome_.membership_epoch());
-  std::vector<int32_t> world(options_.size);
-  for (int32_t r = 0; r < options_.size; ++r) world[r] = r;
+  // A rank added to a running elastic job learns its slot and the live ones (docs/elastic.md).
+  const bool added = welcome_.members_size() > 0;
+  slot_ = added ? welcome_.slot() : options_.rank;
+  sets_.SetSelf(slot_);
+  std::vector<int32_t> world(welcome_.members().begin(), welcome_.members().end());
+  if (!added)
+    for (int32_t r = 0; r < options_.size; ++r) world.push_back(r);
   world_.Reform(world, welcome_.membership_epoch(),
                 {welcome_.local_rank(), welcome_.local_size(), welcome_.cross_rank(),
                  welcome_.cross_size()});
@@ -101,23 +107,27 @@ Status Runtime::Rendezvous() {
     return Status(Code::kVersionMismatch,
                   "tuttid sent no data-plane secret: it is older than this library (0.3); "
                   "upgrade tuttid");
-  device_->SetJobSecret(welcome_.job_secret(), options_.rank);
-  std::vector<transport::PeerAddress> peers;
+  device_->SetJobSecret(welcome_.job_secret(), slot_);
   for (const auto& peer : welcome_.peers())
-    peers.push_back({peer.rank(), peer.data_endpoint(), peer.host()});
-  TUTTI_RETURN_IF_ERROR(transport::PlanRoutes(options_.rank, options_.host_id, peers,
+    peers_.push_back({peer.rank(), peer.data_endpoint(), peer.host()});
+  TUTTI_RETURN_IF_ERROR(transport::PlanRoutes(slot_, options_.host_id, peers_,
                                               options_.transport, &routes_));
-  p2p_ = std::make_unique<PointToPoint>(device_.get(), options_.rank, routes_,
-                                        Ms(options_.timeout_ms));
+  p2p_ = std::make_unique<PointToPoint>(device_.get(), slot_, routes_, Ms(options_.timeout_ms));
   // A lane opens before its set becomes visible: once it is, a submission on it may be answered.
-  OpenLane(0, world, 0);
+  // The world of an added rank is the incarnation the others opened at the same epoch.
+  int32_t world_channel = 0;
+  if (added) TUTTI_RETURN_IF_ERROR(ChannelOf(0, welcome_.membership_epoch(), &world_channel));
+  OpenLane(0, world, world_channel);
   sets_.Insert(0, world);
   for (const auto& set : welcome_.static_sets()) {
     std::vector<int32_t> ranks(set.ranks().begin(), set.ranks().end());
-    if (std::binary_search(ranks.begin(), ranks.end(), options_.rank))
+    if (std::binary_search(ranks.begin(), ranks.end(), slot_))
       OpenLane(set.id(), ranks, set.id());
     sets_.Insert(set.id(), ranks);
   }
+  // An added rank is a member of none of the sets that exist (they never grow).
+  for (const auto& set : welcome_.sets())
+    sets_.Insert(set.id(), {set.ranks().begin(), set.ranks().end()});
   return Status::Ok();
 }
 
@@ -160,11 +170,11 @@ Runtime::~Runtime() {
 Status Runtime::PeerStats(int32_t set_id, int32_t peer, transport::PeerStats* stats) {
   std::vector<int32_t> members;
   TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &members));
-  if (!std::binary_search(members.begin(), members.end(), options_.rank))
+  if (!std::binary_search(members.begin(), members.end(), slot_))
     return Status(Code::kNotAMember, "rank " + std::to_string(rank()) +
                                          " is not a member of process set " + std::to_string(set_id));
   const int32_t peer_slot = world_.SlotOf(peer);
-  if (peer_slot < 0 || peer_slot == options_.rank ||
+  if (peer_slot < 0 || peer_slot == slot_ ||
       !std::binary_search(members.begin(), members.end(), peer_slot))
     return Invalid("rank " + std::to_string(peer) + " is not another member of process set " +
                    std::to_string(set_id));
@@ -192,8 +202,13 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_
     std::lock_guard<std::mutex> lock(link_mu_);
     if (link_) link_->SendPeerReport(set_id, peer);
   };
-  auto lane = std::make_unique<Lane>(set_id, ranks, options_.rank,
-                                     device_->CreateContext(channel, options_.rank, routes_),
+  std::vector<transport::PeerRoute> routes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    routes = routes_;
+  }
+  auto lane = std::make_unique<Lane>(set_id, ranks, slot_,
+                                     device_->CreateContext(channel, slot_, std::move(routes)),
                                      Ms(options_.timeout_ms), &counters_, &timeline_, std::move(relay),
                                      std::move(report_closed));
   std::lock_guard<std::mutex> lock(mu_);

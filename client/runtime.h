@@ -34,6 +34,7 @@
 #include "client/submission_checks.h"
 #include "client/world_map.h"
 #include "common/timeline.h"
+#include "transport/backend.h"
 
 namespace tutti::client {
 
@@ -45,7 +46,7 @@ class Runtime : private LinkListener {
   ~Runtime();
 
   // The world in the current membership epoch (they change when an elastic job re-forms).
-  int32_t rank() const { return world_.RankOf(options_.rank); }
+  int32_t rank() const { return world_.RankOf(slot_); }
   int32_t size() const { return world_.size(); }
   int32_t local_rank() const { return world_.placement().local_rank; }
   int32_t local_size() const { return world_.placement().local_size; }
@@ -55,7 +56,12 @@ class Runtime : private LinkListener {
   // Waits until this rank is in a membership epoch later than `after` (an elastic job re-formed
   // after a request failed); kTimeout after `timeout_ms`, or the runtime's failure. Success
   // acknowledges the re-formations: the sets they changed take submissions again.
+  // With ranks waiting to join (ranks_waiting()), this is a boundary where they may be admitted:
+  // tuttid admits them once every live rank is at one, and the call returns in the epoch that
+  // has them, or as it was if they stopped waiting.
   Status AwaitEpoch(uint64_t after, int64_t timeout_ms, uint64_t* epoch);
+  // How many ranks wait to join the running elastic job (docs/elastic.md, "Adding ranks").
+  int32_t ranks_waiting();
   int64_t timeout_ms() const { return options_.timeout_ms; }
   // The process that created the runtime: after fork() only it may use the runtime.
   pid_t owner() const { return owner_; }
@@ -131,6 +137,11 @@ class Runtime : private LinkListener {
   void OnCommId(int32_t set_id, int32_t device_group, const std::string& id) override;
   // Elastic re-formation (runtime_elastic.cc).
   void OnReformed(const wire::Reformed& reformed) override;
+  void OnRanksWaiting(int32_t count) override;
+  // Ranks joined: `added` extends the peers, and the routes are planned again over all of them.
+  Status AddPeers(const google::protobuf::RepeatedPtrField<wire::Peer>& added);
+  // The data-plane id of the incarnation of `set_id` that began in membership epoch `epoch`.
+  static Status ChannelOf(int32_t set_id, uint64_t epoch, int32_t* channel);
   void OnLinkDead(const Status& status) override;
   // While this rank is joined to `set_id`: a request for its share in a collective the others
   // run (identity values, no rows, or a relay buffer); else null.
@@ -145,7 +156,11 @@ class Runtime : private LinkListener {
   Timeline timeline_;
   std::unique_ptr<transport::Device> device_;
   wire::Welcome welcome_;
-  std::vector<transport::PeerRoute> routes_;  // by slot, from the welcome
+  // This rank's number on the wire: its rank in the first epoch, or the slot tuttid gave it when
+  // it was added to the running elastic job. Set by Rendezvous, before any other thread runs.
+  int32_t slot_ = -1;
+  std::vector<transport::PeerAddress> peers_;  // by slot: the welcome's, then those added
+  std::vector<transport::PeerRoute> routes_;  // by slot, planned from peers_; guarded by mu_
   SetRegistry sets_;  // in slots
   WorldMap world_;
   // Held across a submission's checks and announcement, and across applying a re-formation, so
@@ -168,6 +183,7 @@ class Runtime : private LinkListener {
   // status their submissions fail with until it does: every member of such a set sees the
   // re-formation once, whether a request of its was pending at the mark or not.
   std::map<int32_t, Status> unacknowledged_;
+  int32_t ranks_waiting_ = 0;  // ranks waiting to join the elastic job (guarded by mu_)
 
   std::unique_ptr<PointToPoint> p2p_;
   CommIdMailbox comm_ids_;  // NCCL unique ids relayed by tuttid, until the lanes take them

@@ -8,6 +8,7 @@
 
 #include "client/runtime.h"
 #include "proto/status_codec.h"
+#include "transport/route_planner.h"
 
 namespace tutti::client {
 namespace {
@@ -15,10 +16,11 @@ namespace {
 // Set ids below this share the data-plane id space with the epoch a set's incarnation began in.
 constexpr int64_t kChannelSetIds = int64_t{1} << 20;
 
-// The data-plane id of the incarnation of `set_id` that began in membership epoch `epoch`. A set
-// re-formed gets a new one: its members open the new lane at slightly different times, and a
-// connection for the new lane must never be taken by (or parked for) the old one.
-Status ChannelOf(int32_t set_id, uint64_t epoch, int32_t* channel) {
+}  // namespace
+
+// A set re-formed gets a new data-plane id: its members open the new lane at slightly different
+// times, and a connection for the new lane must never be taken by (or parked for) the old one.
+Status Runtime::ChannelOf(int32_t set_id, uint64_t epoch, int32_t* channel) {
   const int64_t id = set_id + static_cast<int64_t>(epoch) * kChannelSetIds;
   if (set_id >= kChannelSetIds || id > INT32_MAX)
     return Status(Code::kLimitExceeded,
@@ -29,7 +31,22 @@ Status ChannelOf(int32_t set_id, uint64_t epoch, int32_t* channel) {
   return Status::Ok();
 }
 
-}  // namespace
+Status Runtime::AddPeers(const google::protobuf::RepeatedPtrField<wire::Peer>& added) {
+  for (const auto& peer : added) {
+    if (peer.rank() != static_cast<int32_t>(peers_.size()))
+      return Status(Code::kInternal, "tuttid added slot " + std::to_string(peer.rank()) +
+                                         " where slot " + std::to_string(peers_.size()) +
+                                         " comes next");
+    peers_.push_back({peer.rank(), peer.data_endpoint(), peer.host()});
+  }
+  std::vector<transport::PeerRoute> routes;
+  TUTTI_RETURN_IF_ERROR(
+      transport::PlanRoutes(slot_, options_.host_id, peers_, options_.transport, &routes));
+  p2p_->SetRoutes(routes);
+  std::lock_guard<std::mutex> lock(mu_);
+  routes_ = std::move(routes);
+  return Status::Ok();
+}
 
 void Runtime::OnReformed(const wire::Reformed& msg) {
   const Status status = wire::ToStatus(msg.error());
@@ -43,10 +60,16 @@ void Runtime::OnReformed(const wire::Reformed& msg) {
   {
     std::lock_guard<std::mutex> submit(submit_mu_);
     link_->EnterEpoch(epoch, changed);
+    // Before any lane of the new epoch opens: the world's reaches the added ranks.
+    if (msg.added_size() > 0) {
+      const Status planned = AddPeers(msg.added());
+      if (!planned.ok()) FailEverything(planned);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (int32_t lost : msg.lost()) lost_.emplace(lost, status);
       for (int32_t id : changed) unacknowledged_.emplace(id, status);
+      ranks_waiting_ = msg.ranks_waiting();
       for (int32_t id : changed) {
         auto it = lanes_.find(id);
         if (it == lanes_.end()) continue;
@@ -69,7 +92,7 @@ void Runtime::OnReformed(const wire::Reformed& msg) {
     for (const auto& set : msg.sets()) {
       std::vector<int32_t> ranks(set.ranks().begin(), set.ranks().end());
       if (!is_changed(set.id())) continue;  // untouched: its lane and stream go on
-      if (std::binary_search(ranks.begin(), ranks.end(), options_.rank)) {
+      if (std::binary_search(ranks.begin(), ranks.end(), slot_)) {
         int32_t channel = 0;
         const Status numbered = ChannelOf(set.id(), epoch, &channel);
         if (!numbered.ok()) {
@@ -104,12 +127,28 @@ void Runtime::OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& st
   for (int32_t id : set_ids) FailPending(id, status);
 }
 
+void Runtime::OnRanksWaiting(int32_t count) {
+  {
+    std::lock_guard<std::mutex> epoch(epoch_mu_);
+    std::lock_guard<std::mutex> lock(mu_);
+    ranks_waiting_ = count;
+  }
+  epoch_cv_.notify_all();  // a rank waiting at a boundary for ranks that went away goes on
+}
+
+int32_t Runtime::ranks_waiting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ranks_waiting_;
+}
+
 Status Runtime::AwaitEpoch(uint64_t after, int64_t timeout_ms, uint64_t* epoch) {
   if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   std::unique_lock<std::mutex> lock(epoch_mu_);
+  bool at_boundary = false;  // told tuttid that this rank waits here for ranks to be admitted
   while (true) {
     *epoch = world_.membership_epoch();
+    bool at_boundary_now = false;
     {
       std::lock_guard<std::mutex> state(mu_);
       if (!dead_.ok()) return dead_;
@@ -118,6 +157,14 @@ Status Runtime::AwaitEpoch(uint64_t after, int64_t timeout_ms, uint64_t* epoch) 
         unacknowledged_.clear();
         return Status::Ok();
       }
+      // The ranks this boundary waited for went away: nothing changes, the job goes on.
+      if (at_boundary && ranks_waiting_ == 0) return Status::Ok();
+      at_boundary_now = !at_boundary && ranks_waiting_ > 0 && *epoch == after;
+    }
+    if (at_boundary_now) {
+      at_boundary = true;
+      link_->SendAtBoundary();
+      continue;  // a change may have come meanwhile
     }
     if (epoch_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
         world_.membership_epoch() <= after)

@@ -51,7 +51,7 @@ int64_t StallMs(std::optional<double> seconds) {
 // TUTTI_ELASTIC=1 with TUTTI_MIN_SIZE and TUTTI_ELASTIC_TIMEOUT (seconds), as tuttirun
 // --min-np/--elastic-timeout set them.
 Status ResolveElastic(int32_t size, ElasticOptions* elastic) {
-  std::optional<int64_t> on, min_size;
+  std::optional<int64_t> on, min_size, max_size;
   std::optional<double> timeout_s;
   TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_ELASTIC"}, &on));
   if (!on || *on == 0) return Status::Ok();
@@ -63,6 +63,14 @@ Status ResolveElastic(int32_t size, ElasticOptions* elastic) {
     return Status(Code::kInvalidArgument, "TUTTI_MIN_SIZE=" + std::to_string(elastic->min_size) +
                                               " must be in [1, " + std::to_string(size) +
                                               "], the world size");
+  TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_MAX_SIZE"}, &max_size));
+  if (max_size) {
+    if (*max_size < size || *max_size > (1 << 20))
+      return Status(Code::kInvalidArgument, "TUTTI_MAX_SIZE=" + std::to_string(*max_size) +
+                                                " must be in [" + std::to_string(size) +
+                                                ", 1048576]: at least the world size");
+    elastic->max_size = static_cast<int32_t>(*max_size);
+  }
   if (timeout_s) {
     if (*timeout_s <= 0 || *timeout_s > 86400)
       return Status(Code::kInvalidArgument,
@@ -95,7 +103,9 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
                   "them in the options");
   if (*size < 1 || *size > (1 << 20))
     return Status(Code::kInvalidArgument, "world size " + std::to_string(*size) + " outside [1, 1048576]");
-  if (*rank < 0 || *rank >= *size)
+  TUTTI_RETURN_IF_ERROR(ResolveElastic(static_cast<int32_t>(*size), &o.elastic));
+  // In an elastic job a number at or above the size is a rank added to the running job.
+  if (*rank < 0 || (*rank >= *size && !o.elastic.on) || *rank > INT32_MAX)
     return Status(Code::kInvalidArgument, "rank " + std::to_string(*rank) + " outside [0, " +
                                               std::to_string(*size) + ")");
   o.rank = static_cast<int32_t>(*rank);
@@ -157,7 +167,6 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
                   "CURVE needs TUTTI_CURVE_SERVER_KEY, TUTTI_CURVE_PUBLIC_KEY and "
                   "TUTTI_CURVE_SECRET_KEY together; only " + std::to_string(curve_set) +
                       " of them are set");
-  TUTTI_RETURN_IF_ERROR(ResolveElastic(o.size, &o.elastic));
   // Last, so that a wrong setting is named even where the launcher gives no job id.
   const auto job = requested.job ? requested.job : JobIdFromLauncher();
   if (!job || job->empty())

@@ -30,11 +30,12 @@ struct RequestedOptions {
   std::optional<std::string> transport;  // "auto", "tcp" or "shm"
 };
 
-// Elastic jobs (docs/elastic.md), from TUTTI_ELASTIC, TUTTI_MIN_SIZE and TUTTI_ELASTIC_TIMEOUT
-// (seconds).
+// Elastic jobs (docs/elastic.md), from TUTTI_ELASTIC, TUTTI_MIN_SIZE, TUTTI_MAX_SIZE and
+// TUTTI_ELASTIC_TIMEOUT (seconds).
 struct ElasticOptions {
   bool on = false;
   int32_t min_size = 0;        // 0: 1
+  int32_t max_size = 0;        // more live ranks are not admitted; 0: no limit
   int64_t timeout_ms = 600000; // below min_size this long ends the job (Horovod's default: 600 s)
 };
 

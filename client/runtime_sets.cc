@@ -21,7 +21,7 @@ Status Runtime::AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, in
   std::vector<int32_t> slots, members;
   TUTTI_RETURN_IF_ERROR(world_.ToSlots(ranks, &slots));
   TUTTI_RETURN_IF_ERROR(link_->AddSet(slots, timeout_ms, set_id, &members));
-  const bool member = std::binary_search(members.begin(), members.end(), options_.rank);
+  const bool member = std::binary_search(members.begin(), members.end(), slot_);
   bool has_lane;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -38,7 +38,7 @@ Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
   if (set_id == 0) return Invalid("the world process set (0) cannot be removed");
   std::vector<int32_t> members;
   TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &members));
-  const bool member = std::binary_search(members.begin(), members.end(), options_.rank);
+  const bool member = std::binary_search(members.begin(), members.end(), slot_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return dead_;

@@ -17,6 +17,11 @@ void SetRegistry::ResetAutoNames(int32_t set_id) {
   sets_[set_id].auto_names = 0;
 }
 
+void SetRegistry::SetSelf(int32_t self) {
+  std::lock_guard<std::mutex> lock(mu_);
+  self_ = self;
+}
+
 void SetRegistry::MarkRemoved(int32_t set_id) {
   std::lock_guard<std::mutex> lock(mu_);
   sets_[set_id].removed = true;

@@ -14,6 +14,8 @@ namespace tutti::client {
 class SetRegistry {
  public:
   explicit SetRegistry(int32_t self) : self_(self) {}
+  // This rank's slot, once tuttid gave it (a rank added to an elastic job learns it then).
+  void SetSelf(int32_t self);
 
   void Insert(int32_t set_id, std::vector<int32_t> sorted_ranks);
   void MarkRemoved(int32_t set_id);

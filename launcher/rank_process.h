@@ -19,7 +19,8 @@ class RankProcess {
   // Receives one complete line of the given rank, without its '\n'.
   using LineSink = std::function<void(int rank, Stream, std::string_view line)>;
 
-  explicit RankProcess(int rank) : rank_(rank) {}
+  // `host`: the host it runs for (elastic tuttirun's discovered hosts; empty otherwise).
+  explicit RankProcess(int rank, std::string host = "") : rank_(rank), host_(std::move(host)) {}
   // A process still running here means tuttirun is bailing out: kill and reap it so that no
   // path leaves a zombie or an orphan behind.
   ~RankProcess();
@@ -32,6 +33,13 @@ class RankProcess {
   void Start(const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
   int rank() const { return rank_; }
+  const std::string& host() const { return host_; }
+  // Stopped by tuttirun with `sig` because its host went away: its exit is no failure.
+  void Retire(int sig) {
+    retired_ = true;
+    Signal(sig);
+  }
+  bool retired() const { return retired_; }
   pid_t pid() const { return pid_; }
 
   // -1 once the stream reached EOF or was closed.
@@ -70,6 +78,8 @@ class RankProcess {
   static constexpr size_t kMaxLine = 1 << 20;
 
   int rank_;
+  std::string host_;
+  bool retired_ = false;
   pid_t pid_ = -1;
   bool reaped_ = false;
   int wait_status_ = 0;

@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -41,8 +43,12 @@ class Supervisor::Impl {
   // `reset_limit`: in an elastic job, the rank failures the others survive (-1: any number;
   // without --min-np the first failure stops the job).
   Impl(std::vector<std::unique_ptr<RankProcess>>& ranks, int wake_read_fd, bool elastic,
-       int reset_limit)
-      : ranks_(ranks), wake_fd_(wake_read_fd), elastic_(elastic), reset_limit_(reset_limit) {}
+       int reset_limit, Scaler* scaler)
+      : ranks_(ranks),
+        wake_fd_(wake_read_fd),
+        elastic_(elastic),
+        reset_limit_(reset_limit),
+        scaler_(scaler) {}
 
   // The first reason to stop decides the exit code; later ones only add urgency.
   void BeginStop(int exit_code, int sig) {
@@ -74,6 +80,8 @@ class Supervisor::Impl {
         if (fds[i].revents) owners[i].first->ReadAvailable(owners[i].second, sink_);
       }
       ReapExited();
+      if (scaler_ && !stopping_ && !Done() && Clock::now() >= scaler_->next_poll())
+        scaler_->Poll(ranks_);
       if ((OutputClosed(STDOUT_FILENO) || OutputClosed(STDERR_FILENO)) && !stopping_) {
         // Like a shell pipeline: once the reader is gone, the writers go too.
         Say("output closed; stopping the ranks");
@@ -86,9 +94,15 @@ class Supervisor::Impl {
         Escalate();
       }
     }
-    if (elastic_ && !stopping_ && resets_ == static_cast<int>(ranks_.size()) && resets_ > 0) {
-      Say("every rank of the elastic job failed");
-      return last_failure_;
+    if (elastic_ && !stopping_ && resets_ > 0) {
+      // Ranks tuttirun stopped because their host went away neither failed nor succeeded.
+      const bool any_succeeded = std::any_of(ranks_.begin(), ranks_.end(), [](const auto& r) {
+        return !r->retired() && ExitCode(r->wait_status()) == 0;
+      });
+      if (!any_succeeded) {
+        Say("every rank of the elastic job failed");
+        return last_failure_;
+      }
     }
     return exit_code_;
   }
@@ -102,8 +116,11 @@ class Supervisor::Impl {
   }
 
   int PollTimeoutMs() const {
-    if (!stopping_ || killed_) return -1;
-    auto left = std::chrono::ceil<std::chrono::milliseconds>(kill_at_ - Clock::now()).count();
+    std::optional<Clock::time_point> until;
+    if (stopping_ && !killed_) until = kill_at_;
+    if (scaler_ && !stopping_) until = scaler_->next_poll();
+    if (!until) return -1;
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - Clock::now()).count();
     return left < 0 ? 0 : static_cast<int>(left);
   }
 
@@ -136,7 +153,12 @@ class Supervisor::Impl {
       if (!r->running() || !r->TryReap()) continue;
       r->Drain(sink_);  // its output before our verdict on it
       const int status = r->wait_status();
+      if (r->retired()) {
+        Say("rank " + std::to_string(r->rank()) + " stopped (its host went away)");
+        continue;
+      }
       if (stopping_ || ExitCode(status) == 0) continue;
+      if (scaler_) scaler_->Failed(*r);
       bool others = false;
       for (auto& o : ranks_) others |= o->running();
       // An elastic job re-forms without it (tuttid ends the job below its minimum size); it
@@ -169,6 +191,7 @@ class Supervisor::Impl {
   int wake_fd_;
   const bool elastic_;
   const int reset_limit_;
+  Scaler* const scaler_;
   int resets_ = 0;
   int last_failure_ = 0;
   bool stopping_ = false;
@@ -179,8 +202,8 @@ class Supervisor::Impl {
 };
 
 Supervisor::Supervisor(std::vector<std::unique_ptr<RankProcess>>& ranks, int wake_read_fd,
-                       bool elastic, int reset_limit)
-    : impl_(std::make_unique<Impl>(ranks, wake_read_fd, elastic, reset_limit)) {}
+                       bool elastic, int reset_limit, Scaler* scaler)
+    : impl_(std::make_unique<Impl>(ranks, wake_read_fd, elastic, reset_limit, scaler)) {}
 Supervisor::~Supervisor() = default;
 void Supervisor::BeginStop(int exit_code, int sig) { impl_->BeginStop(exit_code, sig); }
 int Supervisor::Run() { return impl_->Run(); }

@@ -51,6 +51,10 @@ struct Options {
   int min_np = 0;
   double elastic_timeout_s = 600;
   int reset_limit = -1;  // failures the job survives; -1: no limit
+  int max_np = 0;        // 0: no limit
+  std::string discovery_script;
+  int slots_per_host = 1;
+  std::vector<double> blacklist_cooldown;  // {min, max} seconds; empty: for the rest of the job
   std::vector<std::string> command;
 };
 
@@ -90,9 +94,12 @@ std::vector<std::string> NormalizeArgs(int argc, char** argv) {
     if (a == "--") break;
     if (a == "-np" || a.rfind("-np=", 0) == 0) a.insert(0, "-");
     if (a == "--np" || a == "-n" || a == "--coordinator" || a == "--job" || a == "--log-level" ||
-        a == "--coordinator-timeline" || a == "--min-np" ||
-        a == "--elastic-timeout" || a == "--reset-limit") {
+        a == "--coordinator-timeline" || a == "--min-np" || a == "--max-np" ||
+        a == "--elastic-timeout" || a == "--reset-limit" || a == "--host-discovery-script" ||
+        a == "--slots-per-host") {
       ++i;  // skip the value
+    } else if (a == "--blacklist-cooldown-range") {
+      i += 2;  // MIN MAX
     } else if (a.empty() || a[0] != '-') {
       break;  // the program
     }
@@ -118,7 +125,9 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
       "its output lines are prefixed with \"[rank] \". Exits with the first failing rank's\n"
       "status (128+N for signal N) after stopping the others.");
   app.formatter(std::make_shared<UsageFormatter>());
-  app.add_option("-n,--np", opts.np, "Number of ranks (-np also accepted)")->required();
+  app.add_option("-n,--np", opts.np,
+                 "Number of ranks (-np also accepted); with --host-discovery-script, how many "
+                 "to start with (default: every slot it lists, up to --max-np)");
   app.add_option("--coordinator", opts.coordinator,
                  "Coordinator endpoint, e.g. tcp://host:port (default: start one in-process)");
   app.add_option("--job", opts.job, "Job id (default: a fresh tuttirun-<hex> id)");
@@ -143,6 +152,24 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
                  "Elastic jobs: rank failures the job survives; one more ends it (default: no "
                  "limit)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-np", opts.max_np,
+                 "Elastic jobs: the most ranks the job may have; ranks added beyond are refused")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--host-discovery-script", opts.discovery_script,
+                 "Elastic jobs: a command printing the available hosts, one HOST or HOST:SLOTS "
+                 "per line, run every second: ranks start on new hosts' slots (up to --max-np) "
+                 "and stop on hosts no longer listed. Hosts naming this machine (localhost, "
+                 "127.0.0.x) are started here, each with its own TUTTI_HOST_ID");
+  app.add_option("--slots-per-host", opts.slots_per_host,
+                 "Elastic jobs: slots of a discovered host listed without :SLOTS")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--blacklist-cooldown-range", opts.blacklist_cooldown,
+                 "Elastic jobs: MIN MAX seconds a host whose rank failed gets no new ranks (its "
+                 "n-th time: min(MAX, MIN * 2^(n-1))); default: for the rest of the job")
+      ->expected(2)
+      ->allow_extra_args(false)
+      ->check(CLI::PositiveNumber);
   // Everything from PROGRAM on is left unparsed, leading dashes included.
   app.prefix_command();
 
@@ -164,8 +191,23 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
   // CLI11 leaves the "--" that may separate our options from the program.
   if (!opts.command.empty() && opts.command[0] == "--") opts.command.erase(opts.command.begin());
   std::string problem;
-  if (opts.np < 1) {
+  const bool discovery = !opts.discovery_script.empty();
+  if (!discovery && !app.count("--np")) {
+    problem = "-np is required (or --host-discovery-script, which can size the job)";
+  } else if (app.count("--np") && opts.np < 1) {
     problem = "-np must be at least 1";
+  } else if (opts.min_np == 0 &&
+             (app.count("--max-np") || discovery || app.count("--slots-per-host") ||
+              app.count("--blacklist-cooldown-range"))) {
+    problem = "--max-np, --host-discovery-script, --slots-per-host and "
+              "--blacklist-cooldown-range are for elastic jobs: give --min-np";
+  } else if (opts.blacklist_cooldown.size() == 2 &&
+             opts.blacklist_cooldown[0] > opts.blacklist_cooldown[1]) {
+    problem = "--blacklist-cooldown-range: MIN must not be more than MAX";
+  } else if (opts.max_np > 0 && opts.max_np < std::max(opts.min_np, opts.np)) {
+    problem = "--max-np " + std::to_string(opts.max_np) + " is less than " +
+              (opts.np > opts.min_np ? "-np " + std::to_string(opts.np)
+                                     : "--min-np " + std::to_string(opts.min_np));
   } else if (opts.command.empty()) {
     problem = "no program given";
   } else if (opts.command[0].size() > 1 && opts.command[0][0] == '-') {
@@ -177,7 +219,7 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
     problem = "--job must not be empty";
   } else if (opts.min_np == 0 && (app.count("--elastic-timeout") || app.count("--reset-limit"))) {
     problem = "--elastic-timeout and --reset-limit are for elastic jobs: give --min-np";
-  } else if (opts.min_np > opts.np) {
+  } else if (app.count("--np") && opts.min_np > opts.np) {
     problem = "--min-np " + std::to_string(opts.min_np) + " is more than -np " +
               std::to_string(opts.np);
   }
@@ -188,8 +230,11 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
   return std::nullopt;
 }
 
+// `host`: the discovered host the rank runs for (empty without discovery). `opts.np` is the
+// job's first size; a rank numbered at or above it is one added to the running elastic job.
 std::vector<std::string> RankEnvironment(const Options& opts, const std::string& coordinator,
-                                         const std::string& token, int rank) {
+                                         const std::string& token, int rank,
+                                         const std::string& host) {
   std::vector<std::pair<std::string, std::string>> ours = {
       {"TUTTI_COORDINATOR", coordinator}, {"TUTTI_JOB", opts.job},
       {"TUTTI_TOKEN", token},             {"TUTTI_RANK", std::to_string(rank)},
@@ -203,6 +248,11 @@ std::vector<std::string> RankEnvironment(const Options& opts, const std::string&
     ours.insert(ours.end(), {{"TUTTI_ELASTIC", "1"},
                              {"TUTTI_MIN_SIZE", std::to_string(opts.min_np)},
                              {"TUTTI_ELASTIC_TIMEOUT", std::to_string(opts.elastic_timeout_s)}});
+  }
+  if (opts.max_np > 0) ours.emplace_back("TUTTI_MAX_SIZE", std::to_string(opts.max_np));
+  if (!host.empty()) {
+    ours.emplace_back("TUTTI_HOST_ID", host);
+    ours.emplace_back("HOROVOD_HOSTNAME", host);
   }
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
@@ -296,11 +346,39 @@ int Main(int argc, char** argv) {
   }
 
   std::vector<std::unique_ptr<RankProcess>> ranks;
+  if (!opts.discovery_script.empty()) {
+    tutti::launcher::Scaler::Settings settings;
+    settings.script = opts.discovery_script;
+    settings.slots_per_host = opts.slots_per_host;
+    settings.max_np = opts.max_np;
+    if (opts.blacklist_cooldown.size() == 2) {
+      settings.cooldown_min_s = opts.blacklist_cooldown[0];
+      settings.cooldown_max_s = opts.blacklist_cooldown[1];
+    }
+    tutti::launcher::Scaler scaler(settings, [&](int rank, const std::string& host) {
+      auto process = std::make_unique<RankProcess>(rank, host);
+      process->Start(opts.command, RankEnvironment(opts, coordinator, token, rank, host));
+      return process;
+    });
+    std::string error;
+    if (!scaler.WaitForSlots(opts.min_np,
+                             std::chrono::milliseconds(
+                                 static_cast<int64_t>(opts.elastic_timeout_s * 1000)),
+                             &error)) {
+      Say(error);
+      return 1;
+    }
+    opts.np = scaler.InitialSize(opts.np);  // the job's first size: TUTTI_SIZE of every rank
+    Supervisor supervisor(ranks, wake[0], /*elastic=*/true, opts.reset_limit, &scaler);
+    scaler.Fill(ranks, opts.np);
+    if (static_cast<int>(ranks.size()) < opts.np) supervisor.BeginStop(1, SIGTERM);
+    return supervisor.Run();
+  }
   Supervisor supervisor(ranks, wake[0], opts.min_np > 0, opts.reset_limit);
   for (int rank = 0; rank < opts.np; ++rank) {
     auto process = std::make_unique<RankProcess>(rank);
     try {
-      process->Start(opts.command, RankEnvironment(opts, coordinator, token, rank));
+      process->Start(opts.command, RankEnvironment(opts, coordinator, token, rank, ""));
     } catch (const std::exception& e) {
       Say("cannot start rank " + std::to_string(rank) + ": " + e.what());
       supervisor.BeginStop(1, SIGTERM);

@@ -120,6 +120,17 @@ void CoordinatorLink::SendPeerReport(int32_t set_id, int32_t rank) {
   Wake();
 }
 
+void CoordinatorLink::SendAtBoundary() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!registered_ || !dead_.ok()) return;
+    wire::Frame frame;
+    frame.mutable_at_boundary();
+    outbox_.push_back(Stamp(frame));
+  }
+  Wake();
+}
+
 void CoordinatorLink::Wake() {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(wakeup_, &one, sizeof(one));

@@ -79,6 +79,8 @@ class CoordinatorLink {
   void SendCommId(int32_t set_id, int32_t group, const std::string& id);
   // This rank's data-plane connection to `rank` closed while `set_id` used it. Fire and forget.
   void SendPeerReport(int32_t set_id, int32_t rank);
+  // This rank is at a boundary where its elastic job may change (docs/elastic.md, "Adding ranks").
+  void SendAtBoundary();
   // An elastic job re-formed (docs/elastic.md): later frames carry `membership_epoch`, and the
   // announcements still queued for `changed_sets` are dropped with their cache state (their
   // requests fail with the re-formation).

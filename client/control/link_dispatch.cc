@@ -70,6 +70,9 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
     case wire::Frame::kReformed:
       listener_->OnReformed(frame.reformed());
       return;
+    case wire::Frame::kRanksWaiting:
+      listener_->OnRanksWaiting(frame.ranks_waiting().count());
+      return;
     case wire::Frame::kCommId: {
       const wire::CommId& relayed = frame.comm_id();
       listener_->OnCommId(relayed.set_id(), relayed.device_group(), relayed.id());

@@ -29,6 +29,8 @@ class LinkListener {
   virtual void OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& status) = 0;
   // An elastic job re-formed into a new membership epoch (docs/elastic.md).
   virtual void OnReformed(const wire::Reformed& reformed) = 0;
+  // `count` ranks wait to join the elastic job at its next boundary (0: none any longer).
+  virtual void OnRanksWaiting(int32_t count) = 0;
   // The NCCL unique id of (set, device group), relayed from the set's first member.
   virtual void OnCommId(int32_t set_id, int32_t device_group, const std::string& id) = 0;
   // The link is dead for good (coordinator lost or stopping, this rank evicted, tuttid restarted,

@@ -112,7 +112,7 @@ class PointToPoint::Channel {
     std::unique_ptr<transport::Stream> stream;
     Status status;
     if (sending_) {
-      status = owner_->device_->OpenStream(channel, owner_->self_, peer_, owner_->routes_.at(peer_),
+      status = owner_->device_->OpenStream(channel, owner_->self_, peer_, owner_->RouteTo(peer_),
                                            transport::Clock::now() + owner_->timeout_, &stream);
     } else {
       do {
@@ -221,7 +221,17 @@ class PointToPoint::Channel {
 PointToPoint::PointToPoint(transport::Device* device, int32_t self,
                            std::vector<transport::PeerRoute> routes,
                            std::chrono::milliseconds timeout)
-    : device_(device), self_(self), routes_(std::move(routes)), timeout_(timeout) {}
+    : device_(device), self_(self), timeout_(timeout), routes_(std::move(routes)) {}
+
+void PointToPoint::SetRoutes(std::vector<transport::PeerRoute> routes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  routes_ = std::move(routes);
+}
+
+transport::PeerRoute PointToPoint::RouteTo(int32_t peer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return routes_.at(peer);
+}
 
 PointToPoint::~PointToPoint() {
   std::map<std::tuple<int32_t, int32_t, bool>, std::unique_ptr<Channel>> channels;

@@ -36,16 +36,19 @@ class PointToPoint {
   void AbortPeer(int32_t peer, const Status& status);
   // Fails everything with `status`.
   void AbortAll(const Status& status);
+  // Ranks were added to the job (docs/elastic.md): `routes` covers them too.
+  void SetRoutes(std::vector<transport::PeerRoute> routes);
 
  private:
   class Channel;
   Channel& ChannelFor(int32_t set_id, int32_t peer, bool sending);
+  transport::PeerRoute RouteTo(int32_t peer);
 
   transport::Device* device_;
   const int32_t self_;
-  const std::vector<transport::PeerRoute> routes_;
   const std::chrono::milliseconds timeout_;
   std::mutex mu_;
+  std::vector<transport::PeerRoute> routes_;  // guarded by mu_
   std::map<std::tuple<int32_t, int32_t, bool>, std::unique_ptr<Channel>> channels_;
   Status aborted_;  // once AbortAll ran: new channels start failed
 };

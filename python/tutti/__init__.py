@@ -25,7 +25,7 @@ from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, Device
                      TuttiError,
                      UnknownSetError, UnsupportedError, VersionMismatchError)
 
-__version__ = "0.6.0"
+__version__ = "0.7.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)
@@ -151,6 +151,13 @@ def await_membership_epoch(after, timeout_ms=0):
     """Waits until this process is in a membership epoch later than `after` and returns it; an
     elastic job re-forms by itself after losing a rank (docs/elastic.md)."""
     return _rt().await_membership_epoch(after, timeout_ms)
+
+
+def ranks_waiting():
+    """How many ranks wait to join this running elastic job (docs/elastic.md, "Adding ranks").
+    They are admitted when every live rank calls await_membership_epoch(membership_epoch()) at a
+    commit, which `elastic.run` does when check_host_updates() raises HostsUpdatedInterrupt."""
+    return _rt().ranks_waiting()
 
 
 def add_process_set(ranks, timeout_ms=0):

@@ -225,6 +225,8 @@ tutti_membership_epoch = _declare_since("0.6", "tutti_membership_epoch", _runtim
 tutti_await_membership_epoch = _declare_since("0.6", "tutti_await_membership_epoch", _runtime,
                                               ctypes.c_uint64, ctypes.c_int64,
                                               ctypes.POINTER(ctypes.c_uint64))
+# ABI 0.7 (ranks added to elastic jobs).
+tutti_ranks_waiting = _declare_since("0.7", "tutti_ranks_waiting", _runtime, c_int32_p)
 tutti_get_counters = _declare("tutti_get_counters", _runtime, ctypes.POINTER(Counters))
 tutti_get_coordinator_counters = _declare("tutti_get_coordinator_counters", _runtime,
                                           ctypes.POINTER(CoordinatorCounters))

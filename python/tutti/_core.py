@@ -354,6 +354,11 @@ class Runtime:
                                                  ctypes.byref(value)))
         return value.value
 
+    def ranks_waiting(self):
+        value = ctypes.c_int32()
+        check(_capi.tutti_ranks_waiting(self.handle, ctypes.byref(value)))
+        return value.value
+
     def add_process_set(self, ranks, timeout_ms=0):
         ranks = list(ranks)
         array = (ctypes.c_int32 * max(len(ranks), 1))(*ranks)

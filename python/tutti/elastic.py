@@ -19,11 +19,14 @@ from tutti.errors import HorovodInternalError
 
 class HostsUpdatedInterrupt(RuntimeError):
     """The hosts changed; raised by check_host_updates() on every member of the state's set at
-    the same commit. `skip_sync`: only hosts were removed, the state needs no re-sync."""
+    the same commit. `skip_sync`: only hosts were removed, the state needs no re-sync.
+    `ranks_waiting`: ranks wait to join the job; `run` admits them at this commit."""
 
-    def __init__(self, skip_sync):
-        super().__init__("the hosts of the job changed")
+    def __init__(self, skip_sync, ranks_waiting=False):
+        super().__init__("ranks wait to join the job" if ranks_waiting
+                         else "the hosts of the job changed")
         self.skip_sync = skip_sync
+        self.ranks_waiting = ranks_waiting
 
 
 class HostUpdateResult:
@@ -75,8 +78,9 @@ class State:
         self.check_host_updates()
 
     def check_host_updates(self):
-        """Raises HostsUpdatedInterrupt on every member at once if a host update arrived on any
-        (the members agree through a broadcast from the set's lowest member)."""
+        """Raises HostsUpdatedInterrupt on every member at once if ranks wait to join the job
+        (tutti.ranks_waiting()) or a host update arrived, as the set's lowest member sees it (the
+        members agree through a broadcast from it)."""
         last = prev = self._last_updated_timestamp
         update = HostUpdateResult.no_update
         while not self._host_messages.empty():
@@ -84,7 +88,11 @@ class State:
             if timestamp > last:
                 last = timestamp
                 update |= result
-        prev, self._last_updated_timestamp, update = self._bcast_object((prev, last, update))
+        waiting = _tutti.ranks_waiting() > 0
+        prev, self._last_updated_timestamp, update, waiting = self._bcast_object(
+            (prev, last, update, waiting))
+        if waiting:
+            raise HostsUpdatedInterrupt(False, ranks_waiting=True)
         if self._last_updated_timestamp > prev:
             raise HostsUpdatedInterrupt(update == HostUpdateResult.removed)
 
@@ -145,6 +153,10 @@ def run_fn(func, reset):
             except HostsUpdatedInterrupt as e:
                 # The members agreed on it at one commit; the world they share has not failed.
                 skip_sync = e.skip_sync
+                if e.ranks_waiting:
+                    # This commit is the boundary: the waiting ranks are admitted once every
+                    # rank of the job reached one (they sync with the others below).
+                    reset(_tutti.membership_epoch())
             state.on_reset()
 
     return wrapper

@@ -125,6 +125,7 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
       break;
     case wire::Frame::kPeerReport: job.PeerReport(rank, frame.peer_report(), now, out); break;
     case wire::Frame::kProbe: job.ProbeAnswered(rank, frame.probe(), out); break;
+    case wire::Frame::kAtBoundary: job.AtBoundary(rank, frame.membership_epoch(), now, out); break;
     case wire::Frame::kCountersQuery:
       out->push_back({peer, frames::Counters(frame.counters_query().request_id(), job.counters())});
       break;
@@ -235,15 +236,8 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
              Status(Code::kAuthFailed, fmt::format("wrong token for job '{}'", msg.job())), out);
       return;
     }
-    if (newest.elastic() && newest.rank_gone(msg.rank()) && !newest.everyone_left())
-      return Refuse(peer, msg.job(), msg.rank(),
-                    Status(Code::kUnsupported,
-                           fmt::format("unsupported: rank {} of elastic job '{}' left and the job "
-                                       "runs on without it; adding ranks to a running elastic job "
-                                       "is not supported yet (docs/elastic.md)",
-                                       msg.rank(), msg.job())),
-                    out);
-    if (!newest.rank_gone(msg.rank())) job = &newest;
+    // A running elastic job takes the registration as an added rank (Job::Register).
+    if (newest.admits_ranks() || !newest.rank_gone(msg.rank())) job = &newest;
   }
   if (!job) {
     uint64_t membership_epoch = msg.last_membership_epoch() + 1;
@@ -264,14 +258,17 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
     spdlog::info("job '{}': created by rank {}, waiting for {} ranks (membership epoch {})",
                  msg.job(), msg.rank(), msg.size(), membership_epoch);
   }
-  Status status = job->Register(peer, msg, out);
+  int32_t slot = -1;
+  Status status = job->Register(peer, msg, now, &slot, out);
   if (!status.ok()) {
     Refuse(peer, msg.job(), msg.rank(), status, out);
     // A generation this registration created and could not join holds no one.
     if (job->peers().empty()) DropJob(msg.job(), job->generation());
     return;
   }
-  members_[peer] = Member{msg.job(), job->generation(), msg.rank()};
+  if (slot >= 0) members_[peer] = Member{msg.job(), job->generation(), slot};
+  for (const auto& [late, late_slot] : job->TakeLateMembers())
+    members_[late] = Member{msg.job(), job->generation(), late_slot};
   if (job->failed()) DropJob(msg.job(), job->generation());
 }
 

@@ -62,6 +62,12 @@ wire::Frame Reformed(wire::Reformed reformed) {
   return frame;
 }
 
+wire::Frame RanksWaiting(int32_t count) {
+  wire::Frame frame;
+  frame.mutable_ranks_waiting()->set_count(count);
+  return frame;
+}
+
 wire::Frame Welcome(wire::Welcome welcome) {
   wire::Frame frame;
   *frame.mutable_welcome() = std::move(welcome);

@@ -28,6 +28,8 @@ wire::Frame SetsBroken(const std::vector<int32_t>& set_ids, const Status& status
 // Is the rank's I/O thread alive? It echoes the frame.
 wire::Frame Probe(uint64_t nonce);
 wire::Frame Reformed(wire::Reformed reformed);
+// `count` ranks wait to join the elastic job (0: none any longer).
+wire::Frame RanksWaiting(int32_t count);
 wire::Frame Welcome(wire::Welcome welcome);
 wire::Frame Execute(wire::Execute execute);
 // A set's NCCL unique id, relayed unchanged from its first member.

@@ -21,6 +21,7 @@ Job::Job(std::string id, uint64_t membership_epoch, std::string token, int32_t s
       generation_(membership_epoch),
       membership_epoch_(membership_epoch),
       token_(std::move(token)),
+      first_size_(size),
       size_(size),
       rendezvous_deadline_(rendezvous_deadline),
       rendezvous_timeout_ms_(rendezvous_timeout_ms),
@@ -195,6 +196,7 @@ void Job::Tick(Clock::time_point now, Outbox* out) {
   EvictClosed(out);
   ExpireLeases(now, out);
   ExpireMinimum(now, out);
+  ExpireJoiners(now, out);
 }
 
 void Job::InspectStalls(Clock::time_point now, Outbox* out) {
@@ -240,6 +242,8 @@ std::optional<Clock::time_point> Job::NextDeadline() const {
     const auto end = *below_minimum_since_ + std::chrono::milliseconds(elastic_.timeout_ms);
     if (!next || end < *next) next = end;
   }
+  for (const Joiner& j : joiners_)
+    if (!next || j.deadline < *next) next = j.deadline;
   return next;
 }
 

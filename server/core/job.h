@@ -62,17 +62,32 @@ class Job {
   bool rank_gone(int32_t rank) const {
     return welcomed_ && rank >= 0 && rank < size_ && state_[rank] != RankState::kAlive;
   }
+  // Whether a registration joins this running elastic job as an added rank (Register).
+  bool admits_ranks() const { return elastic_.on && welcomed_ && !failed_ && !everyone_left(); }
   const std::string& token() const { return token_; }
-  int32_t size() const { return size_; }
+  // The world size its ranks registered with (the first epoch's).
+  int32_t size() const { return first_size_; }
   bool welcomed() const { return welcomed_; }
   // A failed job (rendezvous timed out or disagreed) has told its ranks and can be dropped.
   bool failed() const { return failed_; }
   bool everyone_left() const { return welcomed_ && gone_ == size_; }
   std::vector<std::string> peers() const;
 
-  // Registers `peer` as `msg.rank()`; the world's last registration welcomes everyone. An error
-  // concerns this registrant alone.
-  Status Register(const std::string& peer, const wire::Register& msg, Outbox* out);
+  // Registers `peer` as `msg.rank()`, into `*slot`; the world's last registration welcomes
+  // everyone. Into a running elastic job, `peer` is an added rank (job_growth.cc): it gets the
+  // next slot and waits to be admitted. An error concerns this registrant alone.
+  Status Register(const std::string& peer, const wire::Register& msg, Clock::time_point now,
+                  int32_t* slot, Outbox* out);
+  // Ranks registered after their Register call returned (early joiners, at the welcome): their
+  // routing ids and slots.
+  std::vector<std::pair<std::string, int32_t>> TakeLateMembers() {
+    std::vector<std::pair<std::string, int32_t>> taken;
+    taken.swap(late_members_);
+    return taken;
+  }
+  // `rank` of an elastic job is at a boundary, in membership epoch `sender_epoch`: once every
+  // live rank is, the ranks waiting to join are admitted (job_growth.cc).
+  void AtBoundary(int32_t rank, uint64_t sender_epoch, Clock::time_point now, Outbox* out);
   // tuttid is stopping: tells every live rank, which fails its pending and later requests with
   // `status` at once instead of waiting out its lease.
   void GoingAway(const Status& status, Outbox* out) const;
@@ -129,7 +144,7 @@ class Job {
 
  private:
   // The rendezvous (job_rendezvous.cc).
-  void Welcome(Outbox* out);
+  void Welcome(Clock::time_point now, Outbox* out);
   void RefuseAll(Code code, const std::string& message, Outbox* out);
   // The world did not gather by the deadline: every registrant is refused, naming who is missing.
   void TimeOutRendezvous(Outbox* out);
@@ -164,6 +179,21 @@ class Job {
   void Reform(int32_t rank, const Status& why, bool orderly, Outbox* out);
   // Ends an elastic job that stayed below its minimum size for its elastic timeout.
   void ExpireMinimum(Clock::time_point now, Outbox* out);
+  // The Welcome fields every rank of the job gets alike.
+  void FillWelcome(wire::Welcome* welcome) const;
+
+  // Ranks added to a running elastic job (job_growth.cc, docs/elastic.md "Adding ranks").
+  Status RegisterAdded(const std::string& peer, const wire::Register& msg, Clock::time_point now,
+                       int32_t* slot, Outbox* out);
+  // Admits the waiting ranks once every live rank is at a boundary.
+  void MaybeAdmit(Clock::time_point now, Outbox* out);
+  void Admit(Clock::time_point now, Outbox* out);
+  // Tells every live rank how many ranks wait to join.
+  void TellRanksWaiting(Outbox* out) const;
+  // A rank waiting to join is given up: refused with `status` (its tombstone says it too).
+  void DropJoiner(int32_t slot, const Status& status, Outbox* out);
+  void ExpireJoiners(Clock::time_point now, Outbox* out);
+  bool joining(int32_t slot) const { return state_[slot] == RankState::kJoining; }
   // Where each of `slots` (sorted) sits on its host and across hosts (Horovod's local and cross
   // ranks), indexed like `slots`.
   struct Placement {
@@ -193,6 +223,7 @@ class Job {
   struct Elastic {
     bool on = false;
     int32_t min_size = 0;
+    int32_t max_size = 0;  // 0: no limit
     int64_t timeout_ms = 0;
   } elastic_;
   // Since when an elastic job has fewer live ranks than its minimum (ExpireMinimum).
@@ -208,9 +239,29 @@ class Job {
   };
   std::map<int32_t, ProbeWait> probes_;
   std::set<int32_t> closed_;  // ranks whose control connection closed, evicted at the next Tick
+  // Ranks waiting to join the running elastic job, in slot order, and their deadlines.
+  struct Joiner {
+    int32_t slot;
+    Clock::time_point deadline;
+    int64_t timeout_ms;
+  };
+  std::vector<Joiner> joiners_;
+  // Ranks to add that registered before the rendezvous completed: registered at the welcome.
+  struct EarlyJoiner {
+    std::string peer;
+    wire::Register msg;
+    Clock::time_point at;
+  };
+  std::vector<EarlyJoiner> early_;
+  std::vector<std::pair<std::string, int32_t>> late_members_;  // TakeLateMembers
+  std::set<int32_t> at_boundary_;  // live ranks at a boundary in this membership epoch
+  // The launcher's rank numbers (Register.rank) in use, with the slot of each: a number whose
+  // rank is gone may register again, as an added rank with a new slot.
+  std::map<int32_t, int32_t> slot_of_claim_;
   uint64_t next_nonce_ = 1;
   std::string token_;
-  int32_t size_;
+  const int32_t first_size_;
+  int32_t size_;  // slots: the first epoch's ranks, then every rank added
   Clock::time_point rendezvous_deadline_;
   int64_t rendezvous_timeout_ms_;
   std::string secret_;  // the data-plane handshake's key, told to the ranks at the rendezvous
@@ -219,7 +270,7 @@ class Job {
   // its ranks, since the world size is declared by the first registrant (docs/security.md).
   std::vector<std::unique_ptr<wire::Register>> registrations_;
   std::vector<std::string> peer_of_rank_;
-  enum class RankState { kAlive, kLost, kLeft };
+  enum class RankState { kAlive, kLost, kLeft, kJoining };
   std::vector<RankState> state_;
   std::vector<Clock::time_point> last_seen_;
   Policy policy_;

@@ -73,18 +73,28 @@ void Job::ExpireProbes(Clock::time_point now, Outbox* out) {
 void Job::ConnectionClosed(int32_t rank) {
   // Not at once: what the rank sent last (a Bye, when it finalized) may still wait in the socket.
   // The next Tick comes after those frames were read.
-  if (welcomed_ && alive(rank)) closed_.insert(rank);
+  if (welcomed_ && (alive(rank) || joining(rank))) closed_.insert(rank);
 }
 
 void Job::EvictClosed(Outbox* out) {
-  for (int32_t rank : closed_) Evict(rank, "its control connection to tuttid closed", out);
+  for (int32_t rank : closed_) {
+    if (joining(rank))
+      DropJoiner(rank,
+                 Status(Code::kPeerLost,
+                        fmt::format("peer lost: the rank waiting to join elastic job '{}' in "
+                                    "slot {} went away: its control connection to tuttid closed",
+                                    id_, rank)),
+                 out);
+    else
+      Evict(rank, "its control connection to tuttid closed", out);
+  }
   closed_.clear();
 }
 
 void Job::CheckConnections(Outbox* out) const {
   if (!welcomed_) return;
   for (int32_t r = 0; r < size_; ++r)
-    if (alive(r)) out->push_back({peer_of_rank_[r], frames::Heartbeat()});
+    if (alive(r) || joining(r)) out->push_back({peer_of_rank_[r], frames::Heartbeat()});
 }
 
 }  // namespace tutti::server

@@ -48,6 +48,7 @@ void Job::Reform(int32_t rank, const Status& why, bool orderly, Outbox* out) {
     return;
   }
   ++membership_epoch_;
+  at_boundary_.clear();  // ranks waiting at a boundary wake with this change
   const Status reformed(Code::kReformed,
                         fmt::format("re-formed: {}; job '{}' goes on with {} ranks in membership "
                                     "epoch {}",
@@ -98,6 +99,7 @@ void Job::Reform(int32_t rank, const Status& why, bool orderly, Outbox* out) {
   for (int32_t id : events.removed) base.add_removed_sets(id);
   wire::ToWire(reformed, base.mutable_error());
   base.set_orderly(orderly);
+  base.set_ranks_waiting(static_cast<int32_t>(joiners_.size()));
   const Placement place = Place(live);
   for (size_t i = 0; i < live.size(); ++i) {
     wire::Reformed message = base;

@@ -30,11 +30,20 @@ std::string FormatLists(const std::vector<std::vector<int32_t>>& lists) {
 
 }  // namespace
 
-Status Job::Register(const std::string& peer, const wire::Register& msg, Outbox* out) {
-  if (msg.size() != size_)
+Status Job::Register(const std::string& peer, const wire::Register& msg, Clock::time_point now,
+                     int32_t* slot, Outbox* out) {
+  if (msg.size() != first_size_)
     return Status(Code::kMismatch,
                   fmt::format("rank {} joined job '{}' with world size {}, but the job has size {}",
-                              msg.rank(), id_, msg.size(), size_));
+                              msg.rank(), id_, msg.size(), first_size_));
+  if (admits_ranks()) return RegisterAdded(peer, msg, now, slot, out);
+  // A rank to add that came before the job's ranks all did (a launcher scaling up early) waits
+  // for the welcome, after which it is registered as added (Welcome).
+  if (!welcomed_ && msg.rank() >= first_size_) {
+    early_.push_back({peer, msg, now});
+    *slot = -1;
+    return Status::Ok();
+  }
   if (welcomed_)
     return Status(Code::kInvalidArgument,
                   fmt::format("job '{}' already has all its {} ranks", id_, size_));
@@ -43,11 +52,12 @@ Status Job::Register(const std::string& peer, const wire::Register& msg, Outbox*
                   fmt::format("rank {} of job '{}' is already registered", msg.rank(), id_));
   registrations_[msg.rank()] = std::make_unique<wire::Register>(msg);
   peer_of_rank_[msg.rank()] = peer;
-  if (++registered_ == size_) Welcome(out);
+  *slot = msg.rank();
+  if (++registered_ == size_) Welcome(now, out);
   return Status::Ok();
 }
 
-void Job::Welcome(Outbox* out) {
+void Job::Welcome(Clock::time_point now, Outbox* out) {
   // Every rank must have given the same static sets; compare each with rank 0's.
   const auto lists = StaticSets(*registrations_[0]);
   for (int32_t r = 1; r < size_; ++r) {
@@ -88,7 +98,7 @@ void Job::Welcome(Outbox* out) {
   stall_warning_ = threshold(registrations_[0]->stall_warning_ms(), policy_.stall_warning_ms);
   stall_shutdown_ = threshold(registrations_[0]->stall_shutdown_ms(), policy_.stall_shutdown_ms);
   const wire::Register& first = *registrations_[0];
-  elastic_ = Elastic{first.elastic(), first.min_size(), first.elastic_timeout_ms()};
+  elastic_ = Elastic{first.elastic(), first.min_size(), first.max_size(), first.elastic_timeout_ms()};
 
   const std::vector<int32_t>* world = nullptr;
   (void)sets_.Members(0, &world);
@@ -108,12 +118,7 @@ void Job::Welcome(Outbox* out) {
     peer->set_host(registrations_[r]->host());
     peer->set_data_endpoint(registrations_[r]->data_endpoint());
   }
-  base.set_job_secret(secret_);
-  base.set_coordinator_epoch(epoch_);
-  base.set_membership_epoch(membership_epoch_);
-  base.set_heartbeat_interval_ms(policy_.heartbeat_interval_ms);
-  base.set_lease_ms(policy_.lease_ms);
-  base.set_cache_capacity(static_cast<int32_t>(cache_capacity_));
+  FillWelcome(&base);
 
   const Placement place = Place(*world);
   for (int32_t r = 0; r < size_; ++r) {
@@ -125,11 +130,34 @@ void Job::Welcome(Outbox* out) {
     out->push_back({peer_of_rank_[r], frames::Welcome(std::move(welcome))});
   }
   welcomed_ = true;
+  for (int32_t r = 0; r < size_; ++r) slot_of_claim_[r] = r;
   if (policy_.metrics) policy_.metrics->JobStarted();
   // Leases start now: a rank that waited long at the rendezvous is not late.
   std::fill(last_seen_.begin(), last_seen_.end(), Clock::now());
   spdlog::info("job '{}': all {} ranks joined (membership epoch {})", id_, size_,
                membership_epoch_);
+  std::vector<EarlyJoiner> early;
+  early.swap(early_);
+  for (const EarlyJoiner& e : early) {
+    int32_t slot = -1;
+    const Status status =
+        elastic_.on ? RegisterAdded(e.peer, e.msg, now, &slot, out)
+                    : Status(Code::kInvalidArgument,
+                             fmt::format("register: rank {} outside [0, {}): job '{}' is not "
+                                         "elastic",
+                                         e.msg.rank(), first_size_, id_));
+    if (status.ok()) late_members_.emplace_back(e.peer, slot);
+    else out->push_back({e.peer, frames::Refusal(status)});
+  }
+}
+
+void Job::FillWelcome(wire::Welcome* welcome) const {
+  welcome->set_job_secret(secret_);
+  welcome->set_coordinator_epoch(epoch_);
+  welcome->set_membership_epoch(membership_epoch_);
+  welcome->set_heartbeat_interval_ms(policy_.heartbeat_interval_ms);
+  welcome->set_lease_ms(policy_.lease_ms);
+  welcome->set_cache_capacity(static_cast<int32_t>(cache_capacity_));
 }
 
 Job::Placement Job::Place(const std::vector<int32_t>& slots) const {
@@ -157,6 +185,8 @@ void Job::RefuseAll(Code code, const std::string& message, Outbox* out) {
   spdlog::warn("job '{}': {}", id_, message);
   for (int32_t r = 0; r < size_; ++r)
     if (!peer_of_rank_[r].empty()) Refuse(r, Status(code, message), 0, "", out);
+  for (const EarlyJoiner& e : early_) out->push_back({e.peer, frames::Refusal(Status(code, message))});
+  early_.clear();
   failed_ = true;
 }
 

@@ -31,8 +31,9 @@ nlohmann::json Job::Describe(Clock::time_point now, size_t pending_per_set) cons
     rank["host_id"] = host;
     rank["data_endpoint"] = registrations_[r]->data_endpoint();
     rank["state"] = state_[r] == RankState::kAlive ? "alive"
-                    : state_[r] == RankState::kLost ? "lost"
-                                                    : "left";
+                    : state_[r] == RankState::kLost    ? "lost"
+                    : state_[r] == RankState::kJoining ? "joining"
+                                                       : "left";
     if (welcomed_ && alive(r)) rank["last_seen_seconds"] = seconds(now - last_seen_[r]);
     ranks.push_back(std::move(rank));
   }

@@ -20,7 +20,8 @@ Status ValidateRegister(const wire::Register& r) {
     return Invalid(fmt::format("register: job id must have 1 to {} bytes", kMaxJobIdBytes));
   if (r.size() < 1 || r.size() > kMaxWorldSize)
     return Invalid(fmt::format("register: world size {} outside [1, {}]", r.size(), kMaxWorldSize));
-  if (r.rank() < 0 || r.rank() >= r.size())
+  // In an elastic job a rank number at or above the size asks to be added to the running job.
+  if (r.rank() < 0 || (r.rank() >= r.size() && !r.elastic()))
     return Invalid(fmt::format("register: rank {} outside [0, {})", r.rank(), r.size()));
   if (r.static_sets_size() > kMaxStaticSets)
     return Invalid(fmt::format("register: {} static process sets, at most {}", r.static_sets_size(),
@@ -43,6 +44,9 @@ Status ValidateRegister(const wire::Register& r) {
       return Invalid(fmt::format("register: elastic minimum size {} outside [0, {}]", r.min_size(),
                                  r.size()));
     if (r.elastic_timeout_ms() < 0) return Invalid("register: negative elastic timeout");
+    if (r.max_size() < 0 || r.max_size() > kMaxWorldSize)
+      return Invalid(fmt::format("register: elastic maximum size {} outside [0, {}]",
+                                 r.max_size(), kMaxWorldSize));
     TUTTI_RETURN_IF_ERROR(CheckTimeoutLimit("register: elastic timeout", r.elastic_timeout_ms()));
   }
   return Status::Ok();
@@ -152,6 +156,7 @@ Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
     case wire::Frame::kAbort:
     case wire::Frame::kProbe:       // the echo of tuttid's probe
     case wire::Frame::kPeerReport:  // checked against the job (Job::PeerReport)
+    case wire::Frame::kAtBoundary:
       return Status::Ok();
     case wire::Frame::BODY_NOT_SET: return Invalid("frame has no body");
     default:

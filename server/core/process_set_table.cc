@@ -202,6 +202,22 @@ void ProcessSetTable::Reform(int32_t rank, const Status& status, Events* events)
   }
 }
 
+void ProcessSetTable::Grow(const std::vector<int32_t>& added, const Status& status,
+                           Events* events) {
+  for (auto& [id, entry] : live_) {
+    for (const Waiter& w : entry.waiters)
+      events->replies.push_back({w.rank, w.request_id, status, id, {}});
+    entry.waiters.clear();
+    if (entry.state == State::kRemoving) entry.state = State::kActive;
+  }
+  Entry& world = live_.at(0);
+  auto known = by_ranks_.find(world.ranks);
+  if (known != by_ranks_.end() && known->second == 0) by_ranks_.erase(known);
+  world.ranks.insert(world.ranks.end(), added.begin(), added.end());
+  by_ranks_[world.ranks] = 0;
+  if (!added.empty()) world_size_ = std::max(world_size_, added.back() + 1);
+}
+
 std::optional<Clock::time_point> ProcessSetTable::NextDeadline() const {
   std::optional<Clock::time_point> next;
   for (const auto& [id, entry] : live_)

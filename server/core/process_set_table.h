@@ -57,6 +57,9 @@ class ProcessSetTable {
   // events->removed; one still being added is forgotten); later adds naming it fail with `status`.
   // Two sets left with the same ranks keep their ids; an add of those ranks finds the older one.
   void Reform(int32_t rank, const Status& status, Events* events);
+  // Elastic jobs: `added` (ascending, each above every rank so far) joined the world. Every change
+  // in flight fails with `status`; the world gets them; no other set does.
+  void Grow(const std::vector<int32_t>& added, const Status& status, Events* events);
   std::optional<Clock::time_point> NextDeadline() const;
 
   // The sorted ranks of an active set, or kUnknownSet saying why there is none.

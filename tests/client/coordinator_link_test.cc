@@ -46,6 +46,7 @@ class RecordingListener : public LinkListener {
   void OnReformed(const wire::Reformed& message) override {
     Record([&] { reformed.push_back(message); });
   }
+  void OnRanksWaiting(int32_t) override {}
   void OnCommId(int32_t, int32_t, const std::string&) override { Record([&] { ++comm_ids; }); }
   void OnLinkDead(const Status& status) override { Record([&] { dead.push_back(status); }); }
 

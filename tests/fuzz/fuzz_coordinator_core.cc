@@ -131,13 +131,19 @@ class Harness {
       const wire::Frame& frame = o.frame;
       switch (frame.body_case()) {
         case wire::Frame::kWelcome:
-          // A new job for this routing id: its set streams start over.
+          // A new job for this routing id: its set streams start over. A rank added to a
+          // running elastic job (Welcome.members) joins the world's stream where it is.
           for (auto it = next_seq_.begin(); it != next_seq_.end();)
             it = it->first.first == o.peer ? next_seq_.erase(it) : std::next(it);
+          if (frame.welcome().members_size() > 0) joined_midstream_.insert(o.peer);
+          else joined_midstream_.erase(o.peer);
           membership_epoch_[o.peer] = frame.welcome().membership_epoch();
           break;
         case wire::Frame::kExecute: {
-          uint64_t& expected = next_seq_[{o.peer, frame.execute().set_id()}];
+          const std::pair<std::string, int32_t> key{o.peer, frame.execute().set_id()};
+          if (!next_seq_.count(key) && joined_midstream_.count(o.peer))
+            next_seq_[key] = frame.execute().seq();
+          uint64_t& expected = next_seq_[key];
           if (frame.execute().seq() != expected)
             Fail("set " + std::to_string(frame.execute().set_id()) + ": Execute seq " +
                  std::to_string(frame.execute().seq()) + " where " + std::to_string(expected) +
@@ -178,6 +184,7 @@ class Harness {
         case wire::Frame::kFault:
         case wire::Frame::kCoordinatorCounters:
         case wire::Frame::kProbe:
+        case wire::Frame::kRanksWaiting:
           break;
         default:
           Fail("a frame of a kind tuttid never sends: " + std::to_string(frame.body_case()));
@@ -235,6 +242,7 @@ class Harness {
   std::map<std::string, std::string> relayed_from_;
   std::map<std::pair<std::string, int32_t>, uint64_t> next_seq_;
   std::map<std::string, uint64_t> membership_epoch_;  // the latest each routing id was told
+  std::set<std::string> joined_midstream_;  // routing ids welcomed into a running elastic job
 };
 
 }  // namespace

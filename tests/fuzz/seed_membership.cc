@@ -73,6 +73,33 @@ NamedScenarios MembershipAndFaultScenarios() {
        s.Tick(100);
        s.ByeAll(2);
      }},
+    // Elastic growth: a rank asks to join before the rendezvous completed (launcher number 5),
+    // another after; both are admitted once ranks 0 and 1 are at a boundary (one boundary of an
+    // earlier epoch does not count), and the grown world reduces; a third asks and gives up.
+    {"elastic_grow",
+     [](Scenario& s) {
+       RegisterArgs args;
+       args.elastic = true;
+       s.Register(2, 5, args);
+       s.Rendezvous(args);
+       s.Register(3, 6, args);
+       s.Announce(0, 0, {Spec("before", COLLECTIVE_ALLREDUCE, {8})});
+       s.Announce(1, 0, {Spec("before", COLLECTIVE_ALLREDUCE, {8})});
+       s.InEpoch(1, 0);
+       s.AtBoundary(1);
+       s.InEpoch(1, 1);
+       s.AtBoundary(0);
+       s.AtBoundary(1);
+       for (int peer = 0; peer < 4; ++peer) {
+         s.Welcomed(peer);
+         s.InEpoch(peer, 2);
+       }
+       for (int peer = 0; peer < 4; ++peer)
+         s.Announce(peer, 0, {Spec("grown", COLLECTIVE_ALLREDUCE, {8})});
+       s.Register(4, 7, args);
+       s.Tick(100000);
+       s.ByeAll(4);
+     }},
     // A member joins a set that its members then remove.
     {"join_then_remove",
      [](Scenario& s) {

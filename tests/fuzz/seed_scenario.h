@@ -207,6 +207,12 @@ class Scenario {
     frame.mutable_peer_report()->set_set_id(set_id);
     Send(peer, std::move(frame));
   }
+  // Runtime::AwaitEpoch at a boundary while ranks wait to join (docs/elastic.md).
+  void AtBoundary(int peer) {
+    wire::Frame frame;
+    frame.mutable_at_boundary();
+    Send(peer, std::move(frame));
+  }
   // CoordinatorLink's echo of tuttid's probe.
   void ProbeEcho(int peer, uint64_t nonce) {
     wire::Frame frame;

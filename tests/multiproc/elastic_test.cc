@@ -60,5 +60,35 @@ TEST(Elastic, KilledRankReformsTheJobAndOnlyItsSetsNotice) {
       << tuttid.process().transcript();
 }
 
+TEST(Elastic, AnAddedRankJoinsTheWorldAtABoundaryAndOtherSetsAreUntouched) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 2;
+  options.job = UniqueJobId();
+  options.env["TUTTI_ELASTIC"] = "1";
+  options.env["TUTTI_MIN_SIZE"] = "1";
+  RankOptions with_set = options;
+  with_set.env["TEST_STATIC_SETS"] = "1";
+  auto ranks = StartRanks(tuttid, "elastic_grow", with_set);
+  for (auto& rank : ranks) ASSERT_TRUE(rank->ReadUntil("ready ", In(60))) << rank->transcript();
+  RankOptions joiner = options;
+  joiner.ranks = {2};  // TUTTI_RANK=2 with TUTTI_SIZE=2: a rank to add
+  joiner.env["TEST_ADDED"] = "1";
+  auto added = StartRanks(tuttid, "elastic_grow", joiner);
+  ranks.push_back(std::move(added[0]));
+  for (int r : {0, 1}) {
+    auto waiting = ranks[r]->ReadUntil("waiting ", In(60));
+    ASSERT_TRUE(waiting) << ranks[r]->transcript();
+    EXPECT_EQ(*waiting, "1");
+  }
+  for (int r : {0, 1, 2}) {
+    auto grown = ranks[r]->ReadUntil("grown ", In(60));
+    ASSERT_TRUE(grown) << ranks[r]->transcript();
+    EXPECT_EQ(*grown, "2 rank " + std::to_string(r) + " size 3");
+    EXPECT_TRUE(ranks[r]->ReadUntil("grow ok", In(60))) << ranks[r]->transcript();
+    EXPECT_EQ(ranks[r]->Wait(In(60)), 0) << ranks[r]->transcript();
+  }
+}
+
 }  // namespace
 }  // namespace tutti::testing

@@ -177,16 +177,38 @@ def test_without_a_limit_the_job_survives_serial_failures():
     assert fields(result, 0, "survived") == [["1"]]
 
 
-def test_elastic_options_need_min_np():
-    result = subprocess.run([os.path.join(BUILD, "tuttirun"), "-np", "2", "--reset-limit", "4",
-                             "true"], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2
-    assert "tuttirun: --elastic-timeout and --reset-limit are for elastic jobs: give --min-np" \
-        in result.stderr
-    result = subprocess.run([os.path.join(BUILD, "tuttirun"), "-np", "2", "--min-np", "3",
-                             "true"], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2
-    assert "tuttirun: --min-np 3 is more than -np 2" in result.stderr
+@pytest.mark.parametrize("args,expected", [
+    (["-np", "2", "--reset-limit", "4"],
+     "--elastic-timeout and --reset-limit are for elastic jobs: give --min-np"),
+    (["-np", "2", "--max-np", "4"],
+     "--max-np, --host-discovery-script, --slots-per-host and --blacklist-cooldown-range are for "
+     "elastic jobs: give --min-np"),
+    (["-np", "2", "--min-np", "3"], "--min-np 3 is more than -np 2"),
+    (["-np", "3", "--min-np", "2", "--max-np", "2"], "--max-np 2 is less than -np 3"),
+    (["--min-np", "2"], "-np is required (or --host-discovery-script, which can size the job)"),
+    (["--min-np", "1", "--host-discovery-script", "true", "--blacklist-cooldown-range", "5", "1"],
+     "--blacklist-cooldown-range: MIN must not be more than MAX"),
+])
+def test_elastic_options_a_user_gets_wrong_are_named(args, expected):
+    result = subprocess.run([os.path.join(BUILD, "tuttirun"), *args, "true"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert f"tuttirun: {expected}\n" in result.stderr
+
+
+@pytest.mark.parametrize("script,expected", [
+    ("echo 127.0.0.1:1", "the host discovery script lists 1 usable slots, fewer than --min-np 2, "
+                         "after 1 s (--elastic-timeout)"),
+    ("echo 127.0.0.1:x", "the host discovery script printed '127.0.0.1:x': expected HOST or "
+                         "HOST:SLOTS"),
+    ("exit 3", "the host discovery script failed (status 3)"),
+])
+def test_a_discovery_script_that_finds_too_little_is_named(script, expected):
+    result = subprocess.run([os.path.join(BUILD, "tuttirun"), "--min-np", "2", "--elastic-timeout",
+                             "1", "--host-discovery-script", script, "true"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert f"tuttirun: {expected}\n" in result.stderr
 
 
 @pytest.mark.parametrize("env,expected", [
@@ -207,13 +229,114 @@ def test_elastic_settings_a_user_gets_wrong_are_named_on_every_rank(env, expecte
         assert lines_of(result, r) == [expected], result.stdout
 
 
-def test_a_rank_that_initializes_again_cannot_join_a_running_elastic_job_yet(tmp_path):
-    result = tuttirun(2, "rejoin", tmp_path / "marker", flags=("--min-np", "1"))
+def test_a_rank_that_initializes_again_joins_the_running_job_as_an_added_rank():
+    result = tuttirun(2, "rejoin", flags=("--min-np", "1"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    rejoin = [line for line in lines_of(result, 1) if line.startswith("rejoin ")]
-    assert rejoin, result.stdout[-3000:]
-    assert rejoin[0].startswith("rejoin UnsupportedError unsupported: rank 1 of elastic job "
-                                "'tuttirun-"), rejoin
-    assert rejoin[0].endswith("' left and the job runs on without it; adding ranks to a running "
-                              "elastic job is not supported yet (docs/elastic.md)"), rejoin
     assert fields(result, 0, "alone") == [["1"]]
+    assert fields(result, 0, "waiting") == [["1"]]
+    # Epoch 2: rank 1 left; epoch 3: it came back, numbered after rank 0, and both reduce.
+    assert fields(result, 0, "grown") == [["0", "2", "3", "3"]]
+    assert fields(result, 1, "grown") == [["1", "2", "3", "3"]]
+
+
+@pytest.mark.parametrize("case,flags,expected", [
+    ("max", ("--max-np", "2"),
+     "refused LimitExceededError limit exceeded: elastic job '{job}' has 2 ranks and 0 waiting "
+     "to join, its maximum is 2 (TUTTI_MAX_SIZE, tuttirun --max-np)"),
+    ("static", (),
+     "refused UnsupportedError unsupported: rank 2 joins the running elastic job '{job}' with "
+     "static process sets; an added rank starts in the world set only (add sets with "
+     "tutti_process_set_add, e.g. in a reset callback)"),
+    ("timeout", (),
+     "refused TimeoutError timeout: could not join the running elastic job '{job}' within 1500 "
+     "ms: ranks [0, 1] never reached a boundary (a commit of their elastic state)"),
+])
+def test_a_rank_that_cannot_join_is_told_why_and_the_ranks_stop_waiting(case, flags, expected):
+    result = tuttirun(2, "join_errors", case, flags=("--min-np", "1", "--job", "joinerrors") + flags)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert lines_of(result, 0) == [expected.format(job="joinerrors"), "waiting 0"]
+
+
+def replay_runs(runs):
+    """The weights the `hosts` scenario should end with, from rank 0's "runs" line: each step
+    averages w - targets over the ranks of its world, then w -= 0.5 * that."""
+    w = [0.0] * 4
+    step = 0
+    for run in runs:
+        n, count = (int(x) for x in run.split("x"))
+        for _ in range(count):
+            grad = [sum(w[i] - (step * 10 + r + i) for r in range(n)) / n for i in range(4)]
+            w = [w[i] - 0.5 * grad[i] for i in range(4)]
+            step += 1
+    return w
+
+
+def discovery_run(tmp_path, hosts, action, at_step, target, hold_s=0, flags=()):
+    hosts_file = tmp_path / "hosts"
+    hosts_file.write_text("".join(line + "\n" for line in hosts))
+    command = [os.path.join(BUILD, "tuttirun"), "--min-np", "2",
+               "--host-discovery-script", f"cat {hosts_file}", *flags, sys.executable, WORKER,
+               "hosts", str(hosts_file), action, str(at_step), str(target), str(hold_s)]
+    result = subprocess.run(command, env=job_env(), capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    runs = fields(result, 0, "runs")
+    assert len(runs) == 1, result.stdout[-3000:]
+    return result, runs[0]
+
+
+def finals(result, ranks):
+    out = {}
+    for r in ranks:
+        final = fields(result, r, "final")
+        assert len(final) == 1, result.stdout[-3000:]
+        out[r] = [float(x) for x in final[0][1:]]
+    return out
+
+
+def test_scale_up_a_host_the_discovery_script_adds_joins_at_a_commit(tmp_path):
+    # Two slots on this host, at most three ranks: of the new host's two slots one is used.
+    result, runs = discovery_run(tmp_path, ["127.0.0.1:2"], "add:127.0.0.2:2", 2, 3,
+                                 flags=("--max-np", "3"))
+    # Trained with 2 ranks until the new one was admitted at a commit, then with 3: nothing was
+    # rolled back (the commit that admitted it is where everyone resumed).
+    assert [r.split("x")[0] for r in runs] == ["2", "3"], runs
+    grown_at = runs[0].split("x")[1]
+    for r in (0, 1):
+        assert fields(result, r, "attempt") == [["1", "0", "2", str(r)], ["2", grown_at, "3", str(r)]]
+    assert fields(result, 2, "attempt") == [["2", grown_at, "3", "2"]]
+    assert not lines_of(result, 3), "--max-np 3 was passed"
+    weights = finals(result, (0, 1, 2))
+    assert weights[0] == weights[1] == weights[2]
+    assert weights[0] == pytest.approx(replay_runs(runs), rel=1e-9)
+
+
+def test_scale_down_ranks_of_a_host_the_script_drops_are_stopped_and_the_rest_go_on(tmp_path):
+    result, runs = discovery_run(tmp_path, ["127.0.0.1:2", "127.0.0.2:1"], "remove:127.0.0.2", 2, 2)
+    assert "host '127.0.0.2' is no longer listed by the discovery script; stopping rank 2" in result.stderr
+    assert "rank 2 stopped (its host went away)" in result.stderr
+    assert [r.split("x")[0] for r in runs] == ["3", "2"], runs
+    weights = finals(result, (0, 1))
+    assert weights[0] == weights[1]
+    assert weights[0] == pytest.approx(replay_runs(runs), rel=1e-9)
+
+
+def test_a_host_whose_rank_failed_is_blacklisted_for_the_rest_of_the_job(tmp_path):
+    # Rank 0 holds the job for 3 s at 2 ranks: long enough for tuttirun to have refilled the
+    # failed host's slot (it runs the script every second) were it not blacklisted.
+    result, runs = discovery_run(tmp_path, ["127.0.0.1:2", "127.0.0.2:1"], "fail:127.0.0.2", 2, 2,
+                                 hold_s=3)
+    assert ("host '127.0.0.2' is blacklisted for the rest of the job (--blacklist-cooldown-range "
+            "gives it a cool-down)") in result.stderr
+    assert not lines_of(result, 3), result.stdout[-3000:]
+    assert [r.split("x")[0] for r in runs] == ["3", "2"], runs
+    weights = finals(result, (0, 1))
+    assert weights[0] == weights[1] == pytest.approx(replay_runs(runs), rel=1e-9)
+
+
+def test_a_blacklisted_host_gets_ranks_again_after_its_cool_down(tmp_path):
+    result, runs = discovery_run(tmp_path, ["127.0.0.1:2", "127.0.0.2:1"], "fail:127.0.0.2", 2, 3,
+                                 flags=("--blacklist-cooldown-range", "1", "1"))
+    assert "host '127.0.0.2' is blacklisted for 1 s" in result.stderr
+    assert [r.split("x")[0] for r in runs] == ["3", "2", "3"], runs
+    weights = finals(result, (0, 1, 3))  # rank 3: started for the host once it was usable again
+    assert weights[0] == weights[1] == weights[3] == pytest.approx(replay_runs(runs), rel=1e-9)

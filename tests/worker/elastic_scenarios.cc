@@ -3,6 +3,9 @@
 // not are untouched, and tutti_await_membership_epoch acknowledges the change.
 #include <tutti/tutti.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -76,8 +79,59 @@ int ElasticLoss() {
   return 0;
 }
 
+// A rank added to a running job of 2 with static set 1 = {1} (docs/elastic.md, "Adding
+// ranks"). Ranks 0 and 1 print "ready", wait until tutti_ranks_waiting says a rank waits
+// ("waiting <n>"), and call tutti_await_membership_epoch at that boundary. The harness starts the
+// added rank (TUTTI_RANK=2, TEST_ADDED=1), whose init returns once it is admitted. Then every
+// rank prints "grown <epoch> rank <r> size <n>", reduces over the grown world, receives a
+// broadcast from the added rank, and rank 1 reduces on set 1, which did not change:
+// "grow ok".
+int ElasticGrow() {
+  float sum = 0;
+  uint64_t epoch = 0;
+  const bool added = std::getenv("TEST_ADDED") != nullptr;
+  if (!added) {
+    Check("warm", SumOne("warm", TUTTI_WORLD, 1, &sum));
+    Check("epoch", tutti_membership_epoch(rt, &epoch));
+    Say("ready %llu", static_cast<unsigned long long>(epoch));
+    int32_t waiting = 0;
+    for (int i = 0; i < 60000 && waiting == 0; ++i) {
+      Check("ranks_waiting", tutti_ranks_waiting(rt, &waiting));
+      if (waiting == 0) usleep(1000);  // polling the runtime's state for the joiner's arrival
+    }
+    Say("waiting %d", waiting);
+    Check("await", tutti_await_membership_epoch(rt, epoch, 30000, &epoch));
+  }
+  Check("epoch", tutti_membership_epoch(rt, &epoch));
+  int32_t size = 0;
+  Check("size", tutti_size(rt, &size));
+  Say("grown %llu rank %d size %d", static_cast<unsigned long long>(epoch), Rank(), size);
+  // Before the world collectives: once they complete, a rank that finished may leave (an orderly
+  // leave re-forms the job and renumbers everyone).
+  int32_t members[4], n = 0;
+  Check("ranks", tutti_process_set_ranks(rt, 1, members, 4, &n));
+  if (n != 1 || members[0] != 1) return Say("fail: set 1 changed: %d members, first %d", n, members[0]), 1;
+  if (Rank() == 1) {
+    Check("set 1", SumOne("set-1", 1, 1, &sum));
+    if (sum != 1) return Say("fail: set 1 sum %g", sum), 1;
+  }
+  const int32_t rank = Rank();
+  Check("world", SumOne("world-grown", TUTTI_WORLD, static_cast<float>(rank + 1), &sum));
+  if (sum != 6) return Say("fail: world sum %g", sum), 1;
+  Tensor b(TUTTI_DTYPE_INT32, 1, 4);
+  b.as<int32_t>()[0] = rank == 2 ? 42 : 0;
+  tutti_request_t request = nullptr;
+  Check("broadcast", tutti_broadcast(rt, "from-added", TUTTI_WORLD, &b.desc, 2, &request));
+  Check("wait", tutti_request_wait(request, -1));
+  tutti_request_free(request);
+  if (b.as<int32_t>()[0] != 42) return Say("fail: broadcast gave %d", b.as<int32_t>()[0]), 1;
+  Say("grow ok");
+  return 0;
+}
+
 const ScenarioRegistrar registered = {
     {"elastic_loss", ElasticLoss},
+    {"elastic_grow", ElasticGrow},
 };
 
 }  // namespace

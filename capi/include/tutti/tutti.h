@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 6
+#define TUTTI_VERSION_MINOR 7
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -243,6 +243,13 @@ TUTTI_API tutti_status_t tutti_membership_epoch(tutti_runtime_t runtime, uint64_
  * (TUTTI_ERR_EVICTED, TUTTI_ERR_COORDINATOR_LOST, the end of a job below its minimum size). */
 TUTTI_API tutti_status_t tutti_await_membership_epoch(tutti_runtime_t runtime, uint64_t after,
                                                       int64_t timeout_ms, uint64_t* epoch);
+/* How many ranks wait to join this running elastic job (a process that registered into it:
+ * started by tuttirun for a host its discovery script added, or by a scheduler). They are
+ * admitted at a boundary: when every live rank calls tutti_await_membership_epoch(runtime, e)
+ * with e its current epoch, at a point where it can re-sync its state (a commit). That call then
+ * returns in the next epoch, whose world has them after the others (tutti_rank, tutti_size);
+ * no other set changes. It returns in epoch e if they stopped waiting. Since 0.7. */
+TUTTI_API tutti_status_t tutti_ranks_waiting(tutti_runtime_t runtime, int32_t* count);
 
 /* ---- process sets -------------------------------------------------------------------------- */
 /* Adds the set of `nranks` global ranks (any order, no duplicates). Members wait until every

@@ -6,6 +6,7 @@
 Lines a rank prints for the test: "key value ..." (see each scenario)."""
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -280,32 +281,128 @@ def user_errors():
 
 
 def rejoin():
-    """Rank 1 of 2 finalizes and initializes again while rank 0 runs on: refused, since ranks
-    cannot be added to a running elastic job yet. Rank 0 stays until rank 1 wrote `marker`."""
-    marker = sys.argv[2]
+    """Rank 1 of 2 finalizes and initializes again while rank 0 runs on: the job re-forms around
+    its leave, then takes it back as an added rank (a new slot, numbered after rank 0) once rank 0
+    reaches a boundary. Both print "grown <rank> <size> <epoch> <sum>" after an allreduce of the
+    grown world."""
     hvd.init()
     epoch = tutti.membership_epoch()
     tutti.barrier()
     if hvd.rank() == 1:
         hvd.shutdown()
-        try:
-            hvd.init()
-            say("rejoined")
-        except tutti.TuttiError as e:
-            say("rejoin", type(e).__name__, str(e))
-        with open(marker, "w") as f:
-            f.write("done")
-        return
-    tutti.await_membership_epoch(epoch, 60000)
-    deadline = time.monotonic() + 120
-    while not os.path.exists(marker) and time.monotonic() < deadline:
-        time.sleep(0.01)  # observing the other process's file: not ordering the job
-    say("alone", hvd.size())
+        hvd.init()  # returns once admitted
+    else:
+        epoch = tutti.await_membership_epoch(epoch, 60000)  # the job re-formed around the leave
+        say("alone", hvd.size())
+        deadline = time.monotonic() + 120
+        while tutti.ranks_waiting() == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)  # polling the library's state for the joiner's arrival
+        say("waiting", tutti.ranks_waiting())
+        tutti.await_membership_epoch(epoch, 60000)  # the boundary that admits it
+    total = hvd.allreduce(torch.tensor([float(hvd.rank() + 1)]), op=hvd.Sum, name="grown")
+    say("grown", hvd.rank(), hvd.size(), tutti.membership_epoch(), int(total.item()))
     hvd.shutdown()
+
+
+def hosts(hosts_file, action, at_step, target, hold_s):
+    """World training under tuttirun --host-discovery-script "cat HOSTS_FILE". At step `at_step`
+    of the first epoch, rank 0 changes the hosts file ("add:LINE" appends a line, "remove:HOST"
+    drops a host's lines) or, with "fail:HOST", the rank running for HOST fails. Training goes on
+    until the world has `target` ranks, has trained 3 steps with them, and rank 0 has seen it so
+    for `hold_s` seconds. Each rank prints "attempt <epoch> <batch> <size> <rank>" at each
+    (re)start and "final <rank> <w...>"; rank 0 prints "runs <size>x<steps> ...", the sizes the
+    committed steps ran with, for the test's replay."""
+    target, at_step, hold_s = int(target), int(at_step), float(hold_s)
+    kind, _, what = action.partition(":")
+    host = os.environ.get("TUTTI_HOST_ID", "")
+    hvd.init()
+    model = torch.nn.Linear(4, 1, bias=False).double()
+    with torch.no_grad():
+        model.weight.zero_()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    state = hvd.elastic.TorchState(model, optimizer, batch=0, runs=[])
+    since = None
+
+    @hvd.elastic.run
+    def train(state):
+        nonlocal since
+        say("attempt", tutti.membership_epoch(), state.batch, hvd.size(), hvd.rank())
+        while state.batch < 100000:
+            step = state.batch
+            first_epoch = tutti.membership_epoch() == 1
+            if kind == "fail" and host == what and step == at_step and first_epoch:
+                die("raise")
+            if kind in ("add", "remove") and hvd.rank() == 0 and step == at_step and first_epoch:
+                with open(hosts_file) as f:
+                    lines = [line for line in f.read().splitlines()
+                             if kind == "add" or line.split(":")[0] != what]
+                lines += [what] if kind == "add" else []
+                with open(hosts_file + ".new", "w") as f:
+                    f.write("\n".join(lines) + "\n")
+                os.replace(hosts_file + ".new", hosts_file)  # the script never reads half a file
+            optimizer.zero_grad()
+            w = model.weight.view(-1)
+            model.weight.grad = (w - targets(hvd.rank(), step, 4)).view(1, -1).detach().clone()
+            model.weight.grad.copy_(hvd.allreduce(model.weight.grad, name="grad", op=hvd.Average))
+            optimizer.step()
+            runs = state.runs
+            if runs and runs[-1][0] == hvd.size():
+                runs[-1][1] += 1
+            else:
+                runs.append([hvd.size(), 1])
+            state.batch = step + 1
+            done = 0
+            if hvd.rank() == 0 and hvd.size() == target and runs[-1][1] >= 3:
+                since = since or time.monotonic()
+                done = int(time.monotonic() - since >= hold_s)
+            stop = hvd.allreduce(torch.tensor([done]), name="stop", op=hvd.Sum).item() > 0
+            state.commit()
+            if stop:
+                break
+
+    train(state)
+    say("final", hvd.rank(), *[f"{x:.12f}" for x in model.weight.view(-1).tolist()])
+    if hvd.rank() == 0:
+        say("runs", *[f"{size}x{count}" for size, count in state.runs])
+    hvd.shutdown()
+
+
+def join_errors(case):
+    """A process asking to join a running 2-rank elastic job the wrong way, started by rank 0 as
+    its child with TUTTI_RANK=2: "max" (the job runs at --max-np 2), "static" (it gives static
+    process sets), "timeout" (the ranks never reach a boundary within its 1500 ms). Rank 0
+    prints the child's "refused <ErrorClass> <message>" line, then "waiting <n>" once tuttid
+    gave the child up, as the ranks see it."""
+    hvd.init()
+    if hvd.rank() == 0:
+        env = dict(os.environ, TUTTI_RANK="2", TUTTI_TIMEOUT_MS="1500")
+        child = subprocess.run([sys.executable, __file__, "join_child", case], env=env,
+                               capture_output=True, text=True, timeout=120)
+        say(*(child.stdout.strip().splitlines() or ["child said nothing:", child.stderr[-500:]]))
+        deadline = time.monotonic() + 60
+        while tutti.ranks_waiting() != 0 and time.monotonic() < deadline:
+            time.sleep(0.005)  # polling the library's state until tuttid's word arrives
+        say("waiting", tutti.ranks_waiting())
+    tutti.barrier()
+    hvd.shutdown()
+
+
+def join_child(case):
+    try:
+        if case == "static":
+            tutti.init(static_sets=[[0, 1]])
+        else:
+            tutti.init()
+        say("joined", tutti.rank())
+    except tutti.TuttiError as e:
+        say("refused", type(e).__name__, str(e))
 
 
 SCENARIOS = {
     "rejoin": rejoin,
+    "join_errors": lambda: join_errors(sys.argv[2]),
+    "join_child": lambda: join_child(sys.argv[2]),
+    "hosts": lambda: hosts(*sys.argv[2:7]),
     "user_errors": user_errors,
     "kill": lambda: train_world("kill"),
     "raise": lambda: train_world("raise"),

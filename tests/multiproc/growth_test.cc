@@ -1,0 +1,122 @@
+// Ranks added to a running elastic job, on the wire against a real tuttid (docs/elastic.md,
+// "Adding ranks"): raw clients play the ranks, so that each frame of the protocol is seen and
+// the order of the boundary is chosen on purpose.
+#include <gtest/gtest.h>
+
+#include "multiproc/cluster.h"
+#include "multiproc/raw_client.h"
+
+namespace tutti::testing {
+namespace {
+
+wire::Frame ElasticRegister(const std::string& job, int32_t rank, int32_t size) {
+  wire::Frame frame = Register(rank, size);
+  frame.mutable_register_()->set_job(job);
+  frame.mutable_register_()->set_elastic(true);
+  frame.mutable_register_()->set_min_size(1);
+  frame.mutable_register_()->set_data_endpoint("127.0.0.1:" + std::to_string(40000 + rank));
+  return frame;
+}
+
+// The next frame `client` receives that is not an Execute, or a default frame.
+wire::Frame Next(RawClient& client) {
+  wire::Frame frame;
+  while (client.Receive(&frame))
+    if (!frame.has_execute()) return frame;
+  return {};
+}
+
+void AtBoundary(RawClient& client, uint64_t membership_epoch) {
+  wire::Frame frame;
+  frame.mutable_at_boundary();
+  frame.set_membership_epoch(membership_epoch);
+  client.Send(Encoded(frame));
+}
+
+TEST(Growth, AnAddedRankIsAdmittedOnceEveryRankIsAtABoundary) {
+  Tuttid tuttid;
+  RawClient rank0(tuttid.endpoint()), rank1(tuttid.endpoint()), joiner(tuttid.endpoint());
+  rank0.Send(Encoded(ElasticRegister("grow", 0, 2)));
+  rank1.Send(Encoded(ElasticRegister("grow", 1, 2)));
+  ASSERT_TRUE(Next(rank0).has_welcome());
+  ASSERT_TRUE(Next(rank1).has_welcome());
+
+  joiner.Send(Encoded(ElasticRegister("grow", 7, 2)));  // a launcher's number, not a slot
+  for (RawClient* rank : {&rank0, &rank1}) {
+    wire::Frame waiting = Next(*rank);
+    ASSERT_TRUE(waiting.has_ranks_waiting());
+    EXPECT_EQ(waiting.ranks_waiting().count(), 1);
+  }
+  AtBoundary(rank0, 1);
+  AtBoundary(rank1, 0);  // an earlier epoch's boundary is no boundary of this one
+  joiner.SetReceiveTimeout(300);
+  wire::Frame early;
+  EXPECT_FALSE(joiner.Receive(&early)) << early.DebugString();
+  AtBoundary(rank1, 1);
+
+  joiner.SetReceiveTimeout(10000);
+  wire::Frame welcome = Next(joiner);
+  ASSERT_TRUE(welcome.has_welcome()) << welcome.DebugString();
+  EXPECT_EQ(welcome.welcome().slot(), 2);
+  EXPECT_EQ(welcome.welcome().membership_epoch(), 2u);
+  EXPECT_EQ(std::vector<int32_t>(welcome.welcome().members().begin(),
+                                 welcome.welcome().members().end()),
+            (std::vector<int32_t>{0, 1, 2}));
+  ASSERT_EQ(welcome.welcome().peers_size(), 3);
+  EXPECT_EQ(welcome.welcome().peers(1).data_endpoint(), "127.0.0.1:40001");
+  for (RawClient* rank : {&rank0, &rank1}) {
+    wire::Frame frame = Next(*rank);
+    ASSERT_TRUE(frame.has_reformed()) << frame.DebugString();
+    const wire::Reformed& reformed = frame.reformed();
+    EXPECT_EQ(reformed.membership_epoch(), 2u);
+    EXPECT_EQ(reformed.lost_size(), 0);
+    ASSERT_EQ(reformed.added_size(), 1);
+    EXPECT_EQ(reformed.added(0).rank(), 2);
+    EXPECT_EQ(reformed.added(0).data_endpoint(), "127.0.0.1:40007");
+    EXPECT_EQ(std::vector<int32_t>(reformed.reformed_sets().begin(), reformed.reformed_sets().end()),
+              (std::vector<int32_t>{0}));
+    EXPECT_TRUE(reformed.orderly());
+    EXPECT_EQ(reformed.error().message(),
+              "re-formed: 1 rank added; job 'grow' goes on with 3 ranks in membership epoch 2");
+  }
+}
+
+TEST(Growth, ARankThatAsksBeforeTheRendezvousCompletedIsAddedAfterIt) {
+  Tuttid tuttid;
+  RawClient rank0(tuttid.endpoint()), rank1(tuttid.endpoint()), joiner(tuttid.endpoint());
+  joiner.Send(Encoded(ElasticRegister("early", 2, 2)));
+  rank0.Send(Encoded(ElasticRegister("early", 0, 2)));
+  rank1.Send(Encoded(ElasticRegister("early", 1, 2)));
+  for (RawClient* rank : {&rank0, &rank1}) {
+    ASSERT_TRUE(Next(*rank).has_welcome());
+    wire::Frame waiting = Next(*rank);
+    ASSERT_TRUE(waiting.has_ranks_waiting()) << waiting.DebugString();
+    EXPECT_EQ(waiting.ranks_waiting().count(), 1);
+    AtBoundary(*rank, 1);
+  }
+  wire::Frame welcome = Next(joiner);
+  ASSERT_TRUE(welcome.has_welcome()) << welcome.DebugString();
+  EXPECT_EQ(welcome.welcome().slot(), 2);
+}
+
+TEST(Growth, ALiveRanksNumberCannotBeClaimedAgain) {
+  Tuttid tuttid;
+  RawClient rank0(tuttid.endpoint()), rank1(tuttid.endpoint()), twin(tuttid.endpoint());
+  rank0.Send(Encoded(ElasticRegister("twin", 0, 2)));
+  rank1.Send(Encoded(ElasticRegister("twin", 1, 2)));
+  ASSERT_TRUE(Next(rank0).has_welcome());
+  twin.Send(Encoded(ElasticRegister("twin", 1, 2)));
+  EXPECT_EQ(twin.Refusal(), "-1 rank 1 of job 'twin' is already registered");
+}
+
+TEST(Growth, ARankOfAJobThatIsNotElasticIsRefusedAboveTheSize) {
+  Tuttid tuttid;
+  RawClient joiner(tuttid.endpoint());
+  wire::Frame frame = ElasticRegister("plain", 2, 2);
+  frame.mutable_register_()->set_elastic(false);
+  joiner.Send(Encoded(frame));
+  EXPECT_EQ(joiner.Refusal(), "-1 register: rank 2 outside [0, 2)");
+}
+
+}  // namespace
+}  // namespace tutti::testing
