@@ -179,8 +179,10 @@ void Job::FlushReleased(Outbox* out) {
 
 void Job::GoingAway(const Status& status, Outbox* out) const {
   for (int32_t r = 0; r < size_; ++r) {
-    if (peer_of_rank_[r].empty() || !alive(r)) continue;
-    out->push_back({peer_of_rank_[r], frames::Fault({}, status)});  // no lost ranks: tuttid itself
+    if (peer_of_rank_[r].empty()) continue;
+    // A rank waiting to join is refused; the live ones are told as a Fault naming nobody.
+    if (joining(r)) out->push_back({peer_of_rank_[r], frames::Refusal(status)});
+    else if (alive(r)) out->push_back({peer_of_rank_[r], frames::Fault({}, status)});
   }
 }
 

@@ -201,6 +201,9 @@ class Job {
   };
   Placement Place(const std::vector<int32_t>& slots) const;
   std::vector<int32_t> LiveSlots() const;
+  // The rank the ranks number `slot` with now: its position among the live slots of the job's
+  // last re-formation (the slot itself until the first; docs/elastic.md), for messages.
+  int32_t RankNow(int32_t slot) const;
   // Declares lost the ranks whose probe went unanswered.
   void ExpireProbes(Clock::time_point now, Outbox* out);
   // Declares lost the ranks whose control connection closed (ConnectionClosed).
@@ -255,6 +258,7 @@ class Job {
   std::vector<EarlyJoiner> early_;
   std::vector<std::pair<std::string, int32_t>> late_members_;  // TakeLateMembers
   std::set<int32_t> at_boundary_;  // live ranks at a boundary in this membership epoch
+  std::vector<int32_t> numbered_;  // the slots as numbered since the last re-formation (RankNow)
   // The launcher's rank numbers (Register.rank) in use, with the slot of each: a number whose
   // rank is gone may register again, as an added rank with a new slot.
   std::map<int32_t, int32_t> slot_of_claim_;

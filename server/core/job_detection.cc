@@ -28,7 +28,7 @@ void Job::PeerReport(int32_t rank, const wire::PeerReport& msg, Clock::time_poin
   probe.nonce = next_nonce_++;
   probe.deadline = now + std::chrono::milliseconds(policy_.probe_timeout_ms);
   spdlog::info("job '{}': rank {} lost its data-plane connection to rank {}: probing it", id_,
-               rank, peer);
+               RankNow(rank), RankNow(peer));
   out->push_back({peer_of_rank_[peer], frames::Probe(probe.nonce)});
 }
 
@@ -38,7 +38,7 @@ void Job::ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out) {
   // The rank is alive: the reporters' sets lost a data-plane connection, not a member. Those sets
   // cannot go on (their members' streams are out of step now), so they alone fail.
   const Status status(Code::kPeerLost,
-                      fmt::format("peer lost: data-plane connection to rank {} lost", rank));
+                      fmt::format("peer lost: data-plane connection to rank {} lost", RankNow(rank)));
   std::vector<int32_t> broken;
   for (const auto& [reporter, set_id] : it->second.reports) {
     auto negotiator = negotiators_.find(set_id);
@@ -48,7 +48,7 @@ void Job::ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out) {
       continue;
     broken.push_back(set_id);
     spdlog::warn("job '{}': process set {}: {}; rank {} answers, so only the set fails", id_,
-                 set_id, status.message(), rank);
+                 set_id, status.message(), RankNow(rank));
     std::vector<wire::Response> failed;
     negotiator->second.Break(status, &failed);
     if (!failed.empty()) SendExecute(set_id, negotiator->second, std::move(failed), out);
@@ -66,7 +66,7 @@ void Job::ExpireProbes(Clock::time_point now, Outbox* out) {
     Evict(rank,
           fmt::format("its data-plane connection to rank {} closed and it did not answer a probe "
                       "within {} ms",
-                      reporter, policy_.probe_timeout_ms),
+                      RankNow(reporter), policy_.probe_timeout_ms),
           out);
 }
 

@@ -24,6 +24,12 @@ std::vector<int32_t> Job::LiveSlots() const {
   return live;
 }
 
+int32_t Job::RankNow(int32_t slot) const {
+  if (numbered_.empty()) return slot;  // never re-formed: slots are ranks
+  auto at = std::lower_bound(numbered_.begin(), numbered_.end(), slot);
+  return at != numbered_.end() && *at == slot ? static_cast<int32_t>(at - numbered_.begin()) : slot;
+}
+
 Status Job::Stale(uint64_t sender_epoch, int32_t set_id) const {
   // 0: a frame without the field (a client before 0.6, which cannot be in an elastic job).
   if (!elastic_.on || sender_epoch == 0 || sender_epoch >= membership_epoch_) return Status::Ok();
@@ -48,6 +54,7 @@ void Job::Reform(int32_t rank, const Status& why, bool orderly, Outbox* out) {
     return;
   }
   ++membership_epoch_;
+  numbered_ = live;
   at_boundary_.clear();  // ranks waiting at a boundary wake with this change
   const Status reformed(Code::kReformed,
                         fmt::format("re-formed: {}; job '{}' goes on with {} ranks in membership "

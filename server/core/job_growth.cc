@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "proto/status_codec.h"
+#include "server/core/message_codec.h"
 
 namespace tutti::server {
 
@@ -41,6 +42,11 @@ Status Job::RegisterAdded(const std::string& peer, const wire::Register& msg,
                   fmt::format("limit exceeded: elastic job '{}' has {} ranks and {} waiting to "
                               "join, its maximum is {} (TUTTI_MAX_SIZE, tuttirun --max-np)",
                               id_, live, joiners_.size(), elastic_.max_size));
+  if (size_ >= kMaxWorldSize)
+    return Status(Code::kLimitExceeded,
+                  fmt::format("limit exceeded: elastic job '{}' has numbered {} slots, tuttid's "
+                              "limit; restart the job",
+                              id_, size_));
   *slot = size_++;
   registrations_.push_back(std::make_unique<wire::Register>(msg));
   peer_of_rank_.push_back(peer);
@@ -85,6 +91,7 @@ void Job::Admit(Clock::time_point now, Outbox* out) {
   }
   const std::vector<int32_t> live = LiveSlots();
   ++membership_epoch_;
+  numbered_ = live;
   const Status reformed(Code::kReformed,
                         fmt::format("re-formed: {} rank{} added; job '{}' goes on with {} ranks in "
                                     "membership epoch {}",

@@ -22,13 +22,13 @@ std::vector<std::pair<std::string, Status>> Job::TakeEvicted() {
 }
 
 void Job::Leave(int32_t rank, Outbox* out) {
-  Remove(rank, Status(Code::kPeerLost, fmt::format("peer lost: rank {} finalized", rank)),
+  Remove(rank, Status(Code::kPeerLost, fmt::format("peer lost: rank {} finalized", RankNow(rank))),
          /*fault=*/false, out);
   state_[rank] = RankState::kLeft;
 }
 
 void Job::Abort(int32_t rank, Outbox* out) {
-  const Status status(Code::kAborted, fmt::format("aborted: rank {} called tutti_abort", rank));
+  const Status status(Code::kAborted, fmt::format("aborted: rank {} called tutti_abort", RankNow(rank)));
   spdlog::warn("job '{}': {}", id_, status.message());
   Remove(rank, status, /*fault=*/true, out);
   evicted_.emplace_back(peer_of_rank_[rank], status);
@@ -78,14 +78,15 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
 
 void Job::Evict(int32_t rank, const std::string& why, Outbox* out) {
   if (!alive(rank)) return;
-  spdlog::warn("job '{}': rank {} lost: {}", id_, rank, why);
-  Remove(rank, Status(Code::kPeerLost, fmt::format("peer lost: rank {}: {}", rank, why)),
+  const int32_t shown = RankNow(rank);  // before Remove renumbers the others
+  spdlog::warn("job '{}': rank {} lost: {}", id_, shown, why);
+  Remove(rank, Status(Code::kPeerLost, fmt::format("peer lost: rank {}: {}", shown, why)),
          /*fault=*/true, out);
   evicted_.emplace_back(peer_of_rank_[rank],
                         Status(Code::kEvicted,
                                fmt::format("evicted: rank {} of job '{}' was declared lost ({}); "
                                            "it can no longer take part in the job",
-                                           rank, id_, why)));
+                                           shown, id_, why)));
 }
 
 void Job::ExpireLeases(Clock::time_point now, Outbox* out) {

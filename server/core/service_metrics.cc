@@ -41,6 +41,7 @@ const char* CodeLabel(Code code) {
     case Code::kEvicted: return "evicted";
     case Code::kLimitExceeded: return "limit_exceeded";
     case Code::kDeviceUnavailable: return "device_unavailable";
+    case Code::kReformed: return "reformed";
   }
   return "unknown";
 }

@@ -75,7 +75,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         "magic or version is wrong");
   if (frame.has_register_()) {
     const auto& r = frame.register_();
-    Check(r.size() >= 1 && r.rank() >= 0 && r.rank() < r.size(), "the rank is outside the world");
+    // An elastic registration may number a rank to add at or above the size (docs/elastic.md).
+    Check(r.size() >= 1 && r.rank() >= 0 && (r.rank() < r.size() || r.elastic()),
+          "the rank is outside the world");
+    Check(r.max_size() >= 0 && r.max_size() <= tutti::server::kMaxWorldSize,
+          "the maximum size is outside [0, kMaxWorldSize]");
     Check(DeadlineFits(r.rendezvous_timeout_ms()), "the rendezvous deadline overflows the clock");
     Check(DeadlineFits(r.stall_warning_ms()) && DeadlineFits(r.stall_shutdown_ms()),
           "a stall threshold overflows the clock");

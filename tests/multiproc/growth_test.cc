@@ -79,6 +79,21 @@ TEST(Growth, AnAddedRankIsAdmittedOnceEveryRankIsAtABoundary) {
     EXPECT_EQ(reformed.error().message(),
               "re-formed: 1 rank added; job 'grow' goes on with 3 ranks in membership epoch 2");
   }
+  // tuttid names ranks as the ranks number them: after slot 0 leaves, slot 2 is rank 1.
+  wire::Frame bye;
+  bye.mutable_bye();
+  rank0.Send(Encoded(bye));
+  wire::Frame first = Next(rank1);
+  ASSERT_TRUE(first.has_reformed()) << first.DebugString();
+  EXPECT_EQ(first.reformed().error().message(),
+            "re-formed: peer lost: rank 0 finalized; job 'grow' goes on with 2 ranks in "
+            "membership epoch 3");
+  joiner.Send(Encoded(bye));
+  wire::Frame second = Next(rank1);
+  ASSERT_TRUE(second.has_reformed()) << second.DebugString();
+  EXPECT_EQ(second.reformed().error().message(),
+            "re-formed: peer lost: rank 1 finalized; job 'grow' goes on with 1 ranks in "
+            "membership epoch 4");
 }
 
 TEST(Growth, ARankThatAsksBeforeTheRendezvousCompletedIsAddedAfterIt) {
