@@ -177,6 +177,12 @@ class Job {
   // that lost it go on without it, the others are untouched.
   // `orderly`: the rank said Bye; collectives already released still run to their end.
   void Reform(int32_t rank, const Status& why, bool orderly, Outbox* out);
+  // The table part of a re-formation: the sets that contained `rank` fail what was pending with
+  // `reformed` and go on over their survivors (fresh negotiators, sequence numbers going on);
+  // set changes in flight fail. Returns the sets that changed and are still there; appends the
+  // sets it emptied (and removed) to `removed`.
+  std::vector<int32_t> DropFromSets(int32_t rank, const Status& reformed,
+                                    std::vector<int32_t>* removed, Outbox* out);
   // Ends an elastic job that stayed below its minimum size for its elastic timeout.
   void ExpireMinimum(Clock::time_point now, Outbox* out);
   // The Welcome fields every rank of the job gets alike.
@@ -231,6 +237,9 @@ class Job {
   } elastic_;
   // Since when an elastic job has fewer live ranks than its minimum (ExpireMinimum).
   std::optional<Clock::time_point> below_minimum_since_;
+  // Ranks lost while the job was below its minimum: their sets broke instead of re-forming; an
+  // admission that brings the job back to its minimum drops them from their sets (Admit).
+  std::vector<int32_t> lost_below_minimum_;
   // Elastic jobs: the membership epoch each set last changed in; frames of earlier epochs about
   // it are stale (Stale).
   std::map<int32_t, uint64_t> set_changed_in_;

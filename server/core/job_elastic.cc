@@ -62,6 +62,36 @@ void Job::Reform(int32_t rank, const Status& why, bool orderly, Outbox* out) {
                                     why.message(), id_, live.size(), membership_epoch_));
   spdlog::warn("job '{}': {}", id_, reformed.message());
 
+  std::vector<int32_t> removed;
+  const std::vector<int32_t> changed = DropFromSets(rank, reformed, &removed, out);
+
+  wire::Reformed base;
+  base.set_membership_epoch(membership_epoch_);
+  base.add_lost(rank);
+  base.mutable_members()->Add(live.begin(), live.end());
+  for (const auto& [id, negotiator] : negotiators_) {
+    auto* set = base.add_sets();
+    set->set_id(id);
+    set->mutable_ranks()->Add(negotiator.members().begin(), negotiator.members().end());
+  }
+  base.mutable_reformed_sets()->Add(changed.begin(), changed.end());
+  base.mutable_removed_sets()->Add(removed.begin(), removed.end());
+  wire::ToWire(reformed, base.mutable_error());
+  base.set_orderly(orderly);
+  base.set_ranks_waiting(static_cast<int32_t>(joiners_.size()));
+  const Placement place = Place(live);
+  for (size_t i = 0; i < live.size(); ++i) {
+    wire::Reformed message = base;
+    message.set_local_rank(place.local_rank[i]);
+    message.set_local_size(place.local_size[i]);
+    message.set_cross_rank(place.cross_rank[i]);
+    message.set_cross_size(place.cross_size[i]);
+    out->push_back({peer_of_rank_[live[i]], frames::Reformed(std::move(message))});
+  }
+}
+
+std::vector<int32_t> Job::DropFromSets(int32_t rank, const Status& reformed,
+                                       std::vector<int32_t>* removed, Outbox* out) {
   // The sets that contained the rank fail what was pending, joins included.
   std::vector<int32_t> changed;
   for (auto& [id, negotiator] : negotiators_) {
@@ -91,31 +121,11 @@ void Job::Reform(int32_t rank, const Status& why, bool orderly, Outbox* out) {
     set_changed_in_[id] = membership_epoch_;
   }
   set_changed_in_[-1] = membership_epoch_;  // set changes of earlier epochs are stale
-
-  wire::Reformed base;
-  base.set_membership_epoch(membership_epoch_);
-  base.add_lost(rank);
-  base.mutable_members()->Add(live.begin(), live.end());
-  for (const auto& [id, negotiator] : negotiators_) {
-    auto* set = base.add_sets();
-    set->set_id(id);
-    set->mutable_ranks()->Add(negotiator.members().begin(), negotiator.members().end());
-  }
+  removed->insert(removed->end(), events.removed.begin(), events.removed.end());
+  std::vector<int32_t> kept;
   for (int32_t id : changed)
-    if (negotiators_.count(id)) base.add_reformed_sets(id);
-  for (int32_t id : events.removed) base.add_removed_sets(id);
-  wire::ToWire(reformed, base.mutable_error());
-  base.set_orderly(orderly);
-  base.set_ranks_waiting(static_cast<int32_t>(joiners_.size()));
-  const Placement place = Place(live);
-  for (size_t i = 0; i < live.size(); ++i) {
-    wire::Reformed message = base;
-    message.set_local_rank(place.local_rank[i]);
-    message.set_local_size(place.local_size[i]);
-    message.set_cross_rank(place.cross_rank[i]);
-    message.set_cross_size(place.cross_size[i]);
-    out->push_back({peer_of_rank_[live[i]], frames::Reformed(std::move(message))});
-  }
+    if (negotiators_.count(id)) kept.push_back(id);
+  return kept;
 }
 
 void Job::ExpireMinimum(Clock::time_point now, Outbox* out) {
@@ -134,6 +144,7 @@ void Job::ExpireMinimum(Clock::time_point now, Outbox* out) {
     ++gone_;
   }
   below_minimum_since_.reset();
+  while (!joiners_.empty()) DropJoiner(joiners_.front().slot, status, out);
 }
 
 }  // namespace tutti::server

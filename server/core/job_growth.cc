@@ -9,6 +9,8 @@
 #include "server/core/frames.h"
 #include "server/core/job.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -73,8 +75,11 @@ void Job::AtBoundary(int32_t rank, uint64_t sender_epoch, Clock::time_point now,
 }
 
 void Job::MaybeAdmit(Clock::time_point now, Outbox* out) {
-  // Below its minimum the job's sets are broken, not re-formed: it only ends (ExpireMinimum).
-  if (joiners_.empty() || below_minimum_since_) return;
+  if (joiners_.empty()) return;
+  // Below its minimum the job's sets are broken: only enough added ranks bring it back.
+  if (below_minimum_since_ &&
+      alive_ranks() + joiners_.size() < static_cast<size_t>(std::max(elastic_.min_size, 1)))
+    return;
   for (int32_t r : LiveSlots())
     if (!at_boundary_.count(r)) return;
   Admit(now, out);
@@ -99,6 +104,14 @@ void Job::Admit(Clock::time_point now, Outbox* out) {
                                     membership_epoch_));
   spdlog::info("job '{}': {}", id_, reformed.message());
 
+  // Ranks lost below the minimum leave their (broken) sets now, which go on over the survivors.
+  std::vector<int32_t> changed{0}, removed;
+  const std::vector<int32_t> lost = lost_below_minimum_;
+  for (int32_t slot : lost)
+    for (int32_t id : DropFromSets(slot, reformed, &removed, out))
+      if (std::find(changed.begin(), changed.end(), id) == changed.end()) changed.push_back(id);
+  lost_below_minimum_.clear();
+  below_minimum_since_.reset();
   // The world fails what was pending (nothing, when every rank waited at its boundary) and starts
   // a fresh negotiator over the grown world, its sequence numbers going on.
   {
@@ -131,9 +144,12 @@ void Job::Admit(Clock::time_point now, Outbox* out) {
     set->set_id(id);
     set->mutable_ranks()->Add(negotiator.members().begin(), negotiator.members().end());
   }
-  base.add_reformed_sets(0);
+  base.mutable_lost()->Add(lost.begin(), lost.end());
+  for (int32_t id : changed)
+    if (negotiators_.count(id)) base.add_reformed_sets(id);
+  base.mutable_removed_sets()->Add(removed.begin(), removed.end());
   wire::ToWire(reformed, base.mutable_error());
-  base.set_orderly(true);  // nobody left: what runs finishes
+  base.set_orderly(lost.empty());  // nobody left: what runs finishes
   for (int32_t s : added) {
     auto* peer = base.add_added();
     peer->set_rank(s);

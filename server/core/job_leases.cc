@@ -46,6 +46,7 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
     if (!fault || static_cast<int32_t>(alive_ranks()) - 1 >= std::max(elastic_.min_size, 1))
       return Reform(rank, status, /*orderly=*/!fault, out);
     if (!below_minimum_since_) below_minimum_since_ = Clock::now();
+    lost_below_minimum_.push_back(rank);  // dropped from its sets if ranks are added in time
   }
   state_[rank] = RankState::kLost;
   ++gone_;

@@ -340,3 +340,17 @@ def test_a_blacklisted_host_gets_ranks_again_after_its_cool_down(tmp_path):
     assert [r.split("x")[0] for r in runs] == ["3", "2", "3"], runs
     weights = finals(result, (0, 1, 3))  # rank 3: started for the host once it was usable again
     assert weights[0] == weights[1] == weights[3] == pytest.approx(replay_runs(runs), rel=1e-9)
+
+
+def test_below_the_minimum_a_rank_started_for_another_host_brings_the_job_back(tmp_path):
+    # --min-np 2 of 2: the kill leaves rank 0 alone, below the minimum, its sets broken. tuttirun
+    # blacklists the killed rank's host and starts a rank for the third host; tuttid admits it
+    # while rank 0 waits, and both resume from the last commit.
+    result, runs = discovery_run(tmp_path, ["127.0.0.1:1", "127.0.0.2:1", "127.0.0.3:1"],
+                                 "kill:127.0.0.2", 2, 2, flags=("--max-np", "2"))
+    assert "tuttirun: rank 1 was killed by signal 9" in result.stderr
+    assert "host '127.0.0.2' is blacklisted" in result.stderr
+    assert fields(result, 0, "attempt") == [["1", "0", "2", "0"], ["2", "2", "2", "0"]]
+    assert fields(result, 2, "attempt") == [["2", "2", "2", "1"]]
+    weights = finals(result, (0, 2))
+    assert weights[0] == weights[2] == pytest.approx(replay_runs(runs), rel=1e-9)

@@ -307,7 +307,8 @@ def rejoin():
 def hosts(hosts_file, action, at_step, target, hold_s):
     """World training under tuttirun --host-discovery-script "cat HOSTS_FILE". At step `at_step`
     of the first epoch, rank 0 changes the hosts file ("add:LINE" appends a line, "remove:HOST"
-    drops a host's lines) or, with "fail:HOST", the rank running for HOST fails. Training goes on
+    drops a host's lines) or, with "fail:HOST" ("kill:HOST"), the rank running for HOST raises (is
+killed with SIGKILL). Training goes on
     until the world has `target` ranks, has trained 3 steps with them, and rank 0 has seen it so
     for `hold_s` seconds. Each rank prints "attempt <epoch> <batch> <size> <rank>" at each
     (re)start and "final <rank> <w...>"; rank 0 prints "runs <size>x<steps> ...", the sizes the
@@ -330,8 +331,8 @@ def hosts(hosts_file, action, at_step, target, hold_s):
         while state.batch < 100000:
             step = state.batch
             first_epoch = tutti.membership_epoch() == 1
-            if kind == "fail" and host == what and step == at_step and first_epoch:
-                die("raise")
+            if kind in ("fail", "kill") and host == what and step == at_step and first_epoch:
+                die("raise" if kind == "fail" else "kill")
             if kind in ("add", "remove") and hvd.rank() == 0 and step == at_step and first_epoch:
                 with open(hosts_file) as f:
                     lines = [line for line in f.read().splitlines()
