@@ -25,15 +25,16 @@
 #include <thread>
 #include <vector>
 
+#include "launcher/embedded_coordinator.h"
 #include "launcher/output.h"
 #include "launcher/rank_process.h"
 #include "launcher/supervisor.h"
-#include "server/service/coordinator.h"
 
 extern char** environ;
 
 namespace {
 
+using tutti::launcher::EmbeddedCoordinator;
 using tutti::launcher::RankProcess;
 using tutti::launcher::Say;
 using tutti::launcher::Supervisor;
@@ -267,31 +268,6 @@ std::vector<std::string> RankEnvironment(const Options& opts, const std::string&
   for (const auto& [key, value] : ours) env.push_back(key + "=" + value);
   return env;
 }
-
-// Owns the embedded coordinator's thread so that every exit path stops and joins it.
-class EmbeddedCoordinator {
- public:
-  explicit EmbeddedCoordinator(const tutti::server::CoordinatorOptions& options)
-      : coordinator_(options) {
-    thread_ = std::thread([this] {
-      try {
-        coordinator_.Run();
-      } catch (const std::exception& e) {
-        // The ranks will fail to reach it and report that; say why here.
-        Say(std::string("embedded coordinator stopped: ") + e.what());
-      }
-    });
-  }
-  ~EmbeddedCoordinator() {
-    coordinator_.Stop();
-    thread_.join();
-  }
-  const std::string& endpoint() const { return coordinator_.endpoint(); }
-
- private:
-  tutti::server::Coordinator coordinator_;
-  std::thread thread_;
-};
 
 void InstallSignalHandlers(int wake_write_fd) {
   g_wake_write_fd = wake_write_fd;

@@ -206,6 +206,20 @@ class Job {
     std::vector<int32_t> local_rank, local_size, cross_rank, cross_size;
   };
   Placement Place(const std::vector<int32_t>& slots) const;
+  // Writes the placement of the i-th of the placed slots into a Welcome or Reformed.
+  template <typename Message>
+  static void SetPlacement(const Placement& place, size_t i, Message* message) {
+    message->set_local_rank(place.local_rank[i]);
+    message->set_local_size(place.local_size[i]);
+    message->set_cross_rank(place.cross_rank[i]);
+    message->set_cross_size(place.cross_size[i]);
+  }
+  // What every live rank is told of a re-formation, but its placement: the epoch, the live slots
+  // and every set after it, which sets changed (those still there) and which were removed.
+  wire::Reformed ReformedBase(const std::vector<int32_t>& live, const std::vector<int32_t>& lost,
+                              const std::vector<int32_t>& changed,
+                              const std::vector<int32_t>& removed, const Status& error,
+                              bool orderly) const;
   std::vector<int32_t> LiveSlots() const;
   // The rank the ranks number `slot` with now: its position among the live slots of the job's
   // last re-formation (the slot itself until the first; docs/elastic.md), for messages.

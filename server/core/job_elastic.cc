@@ -65,29 +65,36 @@ void Job::Reform(int32_t rank, const Status& why, bool orderly, Outbox* out) {
   std::vector<int32_t> removed;
   const std::vector<int32_t> changed = DropFromSets(rank, reformed, &removed, out);
 
+  const wire::Reformed base = ReformedBase(live, {rank}, changed, removed, reformed, orderly);
+  const Placement place = Place(live);
+  for (size_t i = 0; i < live.size(); ++i) {
+    wire::Reformed message = base;
+    SetPlacement(place, i, &message);
+    out->push_back({peer_of_rank_[live[i]], frames::Reformed(std::move(message))});
+  }
+}
+
+wire::Reformed Job::ReformedBase(const std::vector<int32_t>& live,
+                                 const std::vector<int32_t>& lost,
+                                 const std::vector<int32_t>& changed,
+                                 const std::vector<int32_t>& removed, const Status& error,
+                                 bool orderly) const {
   wire::Reformed base;
   base.set_membership_epoch(membership_epoch_);
-  base.add_lost(rank);
+  base.mutable_lost()->Add(lost.begin(), lost.end());
   base.mutable_members()->Add(live.begin(), live.end());
   for (const auto& [id, negotiator] : negotiators_) {
     auto* set = base.add_sets();
     set->set_id(id);
     set->mutable_ranks()->Add(negotiator.members().begin(), negotiator.members().end());
   }
-  base.mutable_reformed_sets()->Add(changed.begin(), changed.end());
+  for (int32_t id : changed)
+    if (negotiators_.count(id)) base.add_reformed_sets(id);
   base.mutable_removed_sets()->Add(removed.begin(), removed.end());
-  wire::ToWire(reformed, base.mutable_error());
+  wire::ToWire(error, base.mutable_error());
   base.set_orderly(orderly);
   base.set_ranks_waiting(static_cast<int32_t>(joiners_.size()));
-  const Placement place = Place(live);
-  for (size_t i = 0; i < live.size(); ++i) {
-    wire::Reformed message = base;
-    message.set_local_rank(place.local_rank[i]);
-    message.set_local_size(place.local_size[i]);
-    message.set_cross_rank(place.cross_rank[i]);
-    message.set_cross_size(place.cross_size[i]);
-    out->push_back({peer_of_rank_[live[i]], frames::Reformed(std::move(message))});
-  }
+  return base;
 }
 
 std::vector<int32_t> Job::DropFromSets(int32_t rank, const Status& reformed,

@@ -136,20 +136,10 @@ void Job::Admit(Clock::time_point now, Outbox* out) {
   set_changed_in_[-1] = membership_epoch_;
 
   const Placement place = Place(live);
-  wire::Reformed base;
-  base.set_membership_epoch(membership_epoch_);
-  base.mutable_members()->Add(live.begin(), live.end());
-  for (const auto& [id, negotiator] : negotiators_) {
-    auto* set = base.add_sets();
-    set->set_id(id);
-    set->mutable_ranks()->Add(negotiator.members().begin(), negotiator.members().end());
-  }
-  base.mutable_lost()->Add(lost.begin(), lost.end());
-  for (int32_t id : changed)
-    if (negotiators_.count(id)) base.add_reformed_sets(id);
-  base.mutable_removed_sets()->Add(removed.begin(), removed.end());
-  wire::ToWire(reformed, base.mutable_error());
-  base.set_orderly(lost.empty());  // nobody left: what runs finishes
+  // Not orderly: every rank waits at its boundary, so the world's old lane is idle, and aborting
+  // it lets each rank join its threads now instead of keeping them until it finalizes (a world
+  // request still in flight there fails with `reformed`, as any of the old epoch does).
+  wire::Reformed base = ReformedBase(live, lost, changed, removed, reformed, /*orderly=*/false);
   for (int32_t s : added) {
     auto* peer = base.add_added();
     peer->set_rank(s);
@@ -178,18 +168,12 @@ void Job::Admit(Clock::time_point now, Outbox* out) {
     if (std::find(added.begin(), added.end(), s) != added.end()) {
       wire::Welcome welcome = welcome_base;
       welcome.set_slot(s);
-      welcome.set_local_rank(place.local_rank[i]);
-      welcome.set_local_size(place.local_size[i]);
-      welcome.set_cross_rank(place.cross_rank[i]);
-      welcome.set_cross_size(place.cross_size[i]);
+      SetPlacement(place, i, &welcome);
       out->push_back({peer_of_rank_[s], frames::Welcome(std::move(welcome))});
       continue;
     }
     wire::Reformed message = base;
-    message.set_local_rank(place.local_rank[i]);
-    message.set_local_size(place.local_size[i]);
-    message.set_cross_rank(place.cross_rank[i]);
-    message.set_cross_size(place.cross_size[i]);
+    SetPlacement(place, i, &message);
     out->push_back({peer_of_rank_[s], frames::Reformed(std::move(message))});
   }
 }

@@ -123,10 +123,7 @@ void Job::Welcome(Clock::time_point now, Outbox* out) {
   const Placement place = Place(*world);
   for (int32_t r = 0; r < size_; ++r) {
     wire::Welcome welcome = base;
-    welcome.set_local_rank(place.local_rank[r]);
-    welcome.set_local_size(place.local_size[r]);
-    welcome.set_cross_rank(place.cross_rank[r]);
-    welcome.set_cross_size(place.cross_size[r]);
+    SetPlacement(place, r, &welcome);
     out->push_back({peer_of_rank_[r], frames::Welcome(std::move(welcome))});
   }
   welcomed_ = true;
