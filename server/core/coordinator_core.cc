@@ -141,14 +141,14 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
       break;
     case wire::Frame::kCommId: job.CommId(rank, frame.comm_id(), out); break;
     case wire::Frame::kAbort:
-      job.Abort(rank, out);
+      job.Abort(rank, now, out);
       CollectEvicted(job);
       // The last live rank aborted: no Bye or lease will end the job later.
       if (job.everyone_left()) DropJob(job.id(), job.generation());
       break;
     case wire::Frame::kBye:
       // Only welcomed ranks say Bye (a rank whose registration failed has nothing to leave).
-      job.Leave(rank, out);
+      job.Leave(rank, now, out);
       members_.erase(member);
       if (job.everyone_left()) {
         spdlog::info("job '{}': all ranks left membership epoch {}", job.id(),

@@ -195,7 +195,7 @@ void Job::Tick(Clock::time_point now, Outbox* out) {
   InspectStalls(now, out);
   ExpireJoins(now, out);
   ExpireProbes(now, out);
-  EvictClosed(out);
+  EvictClosed(now, out);
   ExpireLeases(now, out);
   ExpireMinimum(now, out);
   ExpireJoiners(now, out);

@@ -108,9 +108,9 @@ class Job {
   // unchanged; keeps nothing. Anything else is refused to `rank`.
   void CommId(int32_t rank, const wire::CommId& msg, Outbox* out);
   // Orderly leave (Bye): collectives still waiting for this rank fail on the others.
-  void Leave(int32_t rank, Outbox* out);
+  void Leave(int32_t rank, Clock::time_point now, Outbox* out);
   // The application aborted `rank`: its sets break and every live rank is told, by name.
-  void Abort(int32_t rank, Outbox* out);
+  void Abort(int32_t rank, Clock::time_point now, Outbox* out);
   // Any frame from `rank` proves its I/O path alive.
   void Touch(int32_t rank, Clock::time_point now);
 
@@ -227,15 +227,16 @@ class Job {
   // Declares lost the ranks whose probe went unanswered.
   void ExpireProbes(Clock::time_point now, Outbox* out);
   // Declares lost the ranks whose control connection closed (ConnectionClosed).
-  void EvictClosed(Outbox* out);
+  void EvictClosed(Clock::time_point now, Outbox* out);
   // Takes `rank` out as lost for `why` and tombstones its routing id (evicted_).
-  void Evict(int32_t rank, const std::string& why, Outbox* out);
+  void Evict(int32_t rank, const std::string& why, Clock::time_point now, Outbox* out);
 
   // Leases and eviction (job_leases.cc).
   // Takes `rank` out of the job: its sets break, pending work involving it fails with `status`
   // on the others; `fault` also tells every live rank (not done for an orderly leave, where
   // collectives the rank completed may still be finishing on its peers).
-  void Remove(int32_t rank, const Status& status, bool fault, Outbox* out);
+  void Remove(int32_t rank, const Status& status, bool fault, Clock::time_point now,
+              Outbox* out);
   // Declares lost, and evicts, the ranks whose lease ran out.
   void ExpireLeases(Clock::time_point now, Outbox* out);
   bool alive(int32_t rank) const { return state_[rank] == RankState::kAlive; }

@@ -67,7 +67,7 @@ void Job::ExpireProbes(Clock::time_point now, Outbox* out) {
           fmt::format("its data-plane connection to rank {} closed and it did not answer a probe "
                       "within {} ms",
                       RankNow(reporter), policy_.probe_timeout_ms),
-          out);
+          now, out);
 }
 
 void Job::ConnectionClosed(int32_t rank) {
@@ -76,7 +76,7 @@ void Job::ConnectionClosed(int32_t rank) {
   if (welcomed_ && (alive(rank) || joining(rank))) closed_.insert(rank);
 }
 
-void Job::EvictClosed(Outbox* out) {
+void Job::EvictClosed(Clock::time_point now, Outbox* out) {
   for (int32_t rank : closed_) {
     if (joining(rank))
       DropJoiner(rank,
@@ -86,7 +86,7 @@ void Job::EvictClosed(Outbox* out) {
                                     id_, rank)),
                  out);
     else
-      Evict(rank, "its control connection to tuttid closed", out);
+      Evict(rank, "its control connection to tuttid closed", now, out);
   }
   closed_.clear();
 }

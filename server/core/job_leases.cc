@@ -21,20 +21,21 @@ std::vector<std::pair<std::string, Status>> Job::TakeEvicted() {
   return evicted;
 }
 
-void Job::Leave(int32_t rank, Outbox* out) {
+void Job::Leave(int32_t rank, Clock::time_point now, Outbox* out) {
   Remove(rank, Status(Code::kPeerLost, fmt::format("peer lost: rank {} finalized", RankNow(rank))),
-         /*fault=*/false, out);
+         /*fault=*/false, now, out);
   state_[rank] = RankState::kLeft;
 }
 
-void Job::Abort(int32_t rank, Outbox* out) {
+void Job::Abort(int32_t rank, Clock::time_point now, Outbox* out) {
   const Status status(Code::kAborted, fmt::format("aborted: rank {} called tutti_abort", RankNow(rank)));
   spdlog::warn("job '{}': {}", id_, status.message());
-  Remove(rank, status, /*fault=*/true, out);
+  Remove(rank, status, /*fault=*/true, now, out);
   evicted_.emplace_back(peer_of_rank_[rank], status);
 }
 
-void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
+void Job::Remove(int32_t rank, const Status& status, bool fault, Clock::time_point now,
+                 Outbox* out) {
   if (!alive(rank)) return;
   probes_.erase(rank);
   // An elastic job re-forms around a rank that left instead of breaking its sets. A failure that
@@ -45,7 +46,7 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   if (elastic_.on && welcomed_) {
     if (!fault || static_cast<int32_t>(alive_ranks()) - 1 >= std::max(elastic_.min_size, 1))
       return Reform(rank, status, /*orderly=*/!fault, out);
-    if (!below_minimum_since_) below_minimum_since_ = Clock::now();
+    if (!below_minimum_since_) below_minimum_since_ = now;
     lost_below_minimum_.push_back(rank);  // dropped from its sets if ranks are added in time
   }
   state_[rank] = RankState::kLost;
@@ -77,12 +78,12 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Outbox* out) {
   }
 }
 
-void Job::Evict(int32_t rank, const std::string& why, Outbox* out) {
+void Job::Evict(int32_t rank, const std::string& why, Clock::time_point now, Outbox* out) {
   if (!alive(rank)) return;
   const int32_t shown = RankNow(rank);  // before Remove renumbers the others
   spdlog::warn("job '{}': rank {} lost: {}", id_, shown, why);
   Remove(rank, Status(Code::kPeerLost, fmt::format("peer lost: rank {}: {}", shown, why)),
-         /*fault=*/true, out);
+         /*fault=*/true, now, out);
   evicted_.emplace_back(peer_of_rank_[rank],
                         Status(Code::kEvicted,
                                fmt::format("evicted: rank {} of job '{}' was declared lost ({}); "
@@ -94,7 +95,7 @@ void Job::ExpireLeases(Clock::time_point now, Outbox* out) {
   const auto lease = std::chrono::milliseconds(policy_.lease_ms);
   for (int32_t r = 0; r < size_; ++r)
     if (alive(r) && now - last_seen_[r] >= lease)
-      Evict(r, fmt::format("no heartbeat for {} ms", policy_.lease_ms), out);
+      Evict(r, fmt::format("no heartbeat for {} ms", policy_.lease_ms), now, out);
 }
 
 }  // namespace tutti::server

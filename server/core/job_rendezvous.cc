@@ -130,7 +130,7 @@ void Job::Welcome(Clock::time_point now, Outbox* out) {
   for (int32_t r = 0; r < size_; ++r) slot_of_claim_[r] = r;
   if (policy_.metrics) policy_.metrics->JobStarted();
   // Leases start now: a rank that waited long at the rendezvous is not late.
-  std::fill(last_seen_.begin(), last_seen_.end(), Clock::now());
+  std::fill(last_seen_.begin(), last_seen_.end(), now);
   spdlog::info("job '{}': all {} ranks joined (membership epoch {})", id_, size_,
                membership_epoch_);
   std::vector<EarlyJoiner> early;
