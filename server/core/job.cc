@@ -120,6 +120,7 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
 void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, uint64_t sender_epoch,
                    Clock::time_point now, Outbox* out) {
   counters_.set_announce_messages(counters_.announce_messages() + 1);
+  if (!joiners_.empty()) AdmitBeforeWorldAnnounce(rank, msg, sender_epoch, now, out);
   for (const auto& set : msg.sets()) {
     // Announced before the rank heard that this set re-formed: its requests failed there already,
     // and its cache bits name slots of the set's previous negotiator.

@@ -193,6 +193,12 @@ class Job {
                        int32_t* slot, Outbox* out);
   // Admits the waiting ranks once every live rank is at a boundary.
   void MaybeAdmit(Clock::time_point now, Outbox* out);
+  bool CanAdmit() const;
+  // `rank`, not at a boundary, announces on the world while others wait at theirs: those will not
+  // take part, so the waiting ranks are admitted now, and the announcement (of the epoch that
+  // ends) fails with kReformed; the rank restores and comes back in the new epoch.
+  void AdmitBeforeWorldAnnounce(int32_t rank, const wire::Announce& msg, uint64_t sender_epoch,
+                                Clock::time_point now, Outbox* out);
   void Admit(Clock::time_point now, Outbox* out);
   // Tells every live rank how many ranks wait to join.
   void TellRanksWaiting(Outbox* out) const;

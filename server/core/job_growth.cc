@@ -74,18 +74,44 @@ void Job::AtBoundary(int32_t rank, uint64_t sender_epoch, Clock::time_point now,
   MaybeAdmit(now, out);
 }
 
-void Job::MaybeAdmit(Clock::time_point now, Outbox* out) {
-  if (joiners_.empty()) return;
+bool Job::CanAdmit() const {
+  if (joiners_.empty()) return false;
   // Below its minimum the job's sets are broken: only enough added ranks bring it back.
-  if (below_minimum_since_ &&
-      alive_ranks() + joiners_.size() < static_cast<size_t>(std::max(elastic_.min_size, 1)))
+  return !below_minimum_since_ ||
+         alive_ranks() + joiners_.size() >= static_cast<size_t>(std::max(elastic_.min_size, 1));
+}
+
+void Job::MaybeAdmit(Clock::time_point now, Outbox* out) {
+  if (!CanAdmit()) return;
+  // A world collective announced by a rank not at its boundary cannot complete while the others
+  // wait at theirs: admitting now fails it (it belongs to the epoch that ends), instead of
+  // waiting for a boundary that rank will never reach (AdmitBeforeWorldAnnounce is the other
+  // order of the same race).
+  const bool world_waits = !at_boundary_.empty() && negotiators_.at(0).pending_count() > 0;
+  if (!world_waits)
+    for (int32_t r : LiveSlots())
+      if (!at_boundary_.count(r)) return;
+  Admit(now, out);
+}
+
+void Job::AdmitBeforeWorldAnnounce(int32_t rank, const wire::Announce& msg, uint64_t sender_epoch,
+                                   Clock::time_point now, Outbox* out) {
+  if (at_boundary_.empty() || at_boundary_.count(rank) || sender_epoch != membership_epoch_ ||
+      !CanAdmit())
     return;
-  for (int32_t r : LiveSlots())
-    if (!at_boundary_.count(r)) return;
+  const bool on_world = std::any_of(msg.sets().begin(), msg.sets().end(),
+                                    [](const wire::SetTensors& set) { return set.set_id() == 0; });
+  if (!on_world) return;
+  spdlog::info("job '{}': rank {} announced on the world while {} ranks wait at a boundary: "
+               "admitting the waiting ranks now",
+               id_, RankNow(rank), at_boundary_.size());
   Admit(now, out);
 }
 
 void Job::Admit(Clock::time_point now, Outbox* out) {
+  // What the old epoch released goes out before its mark (a registration or an announcement in
+  // the same batch of frames may admit).
+  FlushReleased(out);
   std::vector<int32_t> added;
   for (const Joiner& j : joiners_) added.push_back(j.slot);
   joiners_.clear();

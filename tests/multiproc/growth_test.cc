@@ -33,6 +33,17 @@ void AtBoundary(RawClient& client, uint64_t membership_epoch) {
   client.Send(Encoded(frame));
 }
 
+// Returns once tuttid handled everything `client` sent before (its answers come in order).
+void Handled(RawClient& client) {
+  wire::Frame query;
+  query.mutable_counters_query()->set_request_id(99);
+  client.Send(Encoded(query));
+  wire::Frame frame;
+  while (client.Receive(&frame) && !frame.has_coordinator_counters()) {
+  }
+  ASSERT_TRUE(frame.has_coordinator_counters());
+}
+
 TEST(Growth, AnAddedRankIsAdmittedOnceEveryRankIsAtABoundary) {
   Tuttid tuttid;
   RawClient rank0(tuttid.endpoint()), rank1(tuttid.endpoint()), joiner(tuttid.endpoint());
@@ -94,6 +105,77 @@ TEST(Growth, AnAddedRankIsAdmittedOnceEveryRankIsAtABoundary) {
   EXPECT_EQ(second.reformed().error().message(),
             "re-formed: peer lost: rank 1 finalized; job 'grow' goes on with 1 ranks in "
             "membership epoch 4");
+}
+
+// Rank 0 waits at its boundary; rank 1 announces on the world instead (its state belongs to
+// another set, say): waiting for rank 1's boundary would wait for ever, since rank 0 takes no
+// part in that collective. tuttid admits at once, whichever of the two frames comes last, and
+// rank 1's announcement fails as one of the epoch that ended.
+void WorldAnnouncementWhileAnotherWaits(bool announce_first) {
+  const std::string job = announce_first ? "announce-first" : "boundary-first";
+  Tuttid tuttid;
+  RawClient rank0(tuttid.endpoint()), rank1(tuttid.endpoint()), joiner(tuttid.endpoint());
+  rank0.Send(Encoded(ElasticRegister(job, 0, 2)));
+  rank1.Send(Encoded(ElasticRegister(job, 1, 2)));
+  ASSERT_TRUE(Next(rank0).has_welcome());
+  ASSERT_TRUE(Next(rank1).has_welcome());
+  joiner.Send(Encoded(ElasticRegister(job, 2, 2)));
+  ASSERT_TRUE(Next(rank0).has_ranks_waiting());
+  ASSERT_TRUE(Next(rank1).has_ranks_waiting());
+  wire::Frame announce;
+  auto* spec = announce.mutable_announce()->add_sets()->add_tensors();
+  spec->set_name("grad");
+  spec->set_kind(wire::COLLECTIVE_ALLREDUCE);
+  spec->set_dtype(3);  // TUTTI_DTYPE_FLOAT32
+  spec->add_shape(1);
+  spec->set_reduce_op(1);
+  spec->set_prescale(1);
+  spec->set_postscale(1);
+  announce.set_membership_epoch(1);
+  // Frames of two connections reach tuttid in no set order: a counters query answered on the
+  // same connection says the first frame was handled before the second is sent.
+  if (announce_first) {
+    rank1.Send(Encoded(announce));
+    Handled(rank1);
+    AtBoundary(rank0, 1);
+  } else {
+    AtBoundary(rank0, 1);
+    Handled(rank0);
+    rank1.Send(Encoded(announce));
+  }
+  ASSERT_TRUE(Next(joiner).has_welcome());
+  ASSERT_TRUE(Next(rank0).has_reformed());
+  if (announce_first) {
+    // Pending when the job re-formed: failed in the world's last Execute of epoch 1, before the
+    // Reformed that marks the change.
+    wire::Frame execute;
+    ASSERT_TRUE(rank1.Receive(&execute));
+    ASSERT_TRUE(execute.has_execute()) << execute.DebugString();
+    ASSERT_EQ(execute.execute().responses_size(), 1);
+    EXPECT_EQ(execute.execute().responses(0).error().code(), -20);
+    EXPECT_EQ(execute.execute().responses(0).error().message(),
+              "re-formed: 1 rank added; job '" + job +
+                  "' goes on with 3 ranks in membership epoch 2 while 'grad' was pending");
+  }
+  wire::Frame reformed = Next(rank1);
+  ASSERT_TRUE(reformed.has_reformed()) << reformed.DebugString();
+  EXPECT_EQ(reformed.reformed().membership_epoch(), 2u);
+  if (announce_first) return;
+  wire::Frame refused = Next(rank1);
+  ASSERT_TRUE(refused.has_refusal()) << refused.DebugString();
+  EXPECT_EQ(refused.refusal().tensor_name(), "grad");
+  EXPECT_EQ(refused.refusal().error().code(), -20);
+  EXPECT_EQ(refused.refusal().error().message(),
+            "re-formed: sent in membership epoch 1 of job '" + job +
+                "', which re-formed into epoch 2 since");
+}
+
+TEST(Growth, AWorldAnnouncementOfARankNotAtItsBoundaryAdmitsAtOnce) {
+  WorldAnnouncementWhileAnotherWaits(/*announce_first=*/false);
+}
+
+TEST(Growth, ABoundaryWhileAnotherRankWaitsOnTheWorldAdmitsAtOnce) {
+  WorldAnnouncementWhileAnotherWaits(/*announce_first=*/true);
 }
 
 TEST(Growth, ARankThatAsksBeforeTheRendezvousCompletedIsAddedAfterIt) {

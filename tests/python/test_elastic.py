@@ -354,3 +354,17 @@ def test_below_the_minimum_a_rank_started_for_another_host_brings_the_job_back(t
     assert fields(result, 2, "attempt") == [["2", "2", "2", "1"]]
     weights = finals(result, (0, 2))
     assert weights[0] == weights[2] == pytest.approx(replay_runs(runs), rel=1e-9)
+
+
+@pytest.mark.parametrize("commits", ["all", "rank0"])
+def test_ranks_whose_states_commit_in_different_sets_still_admit_a_rank(commits):
+    # Each rank's state is bound to its own set, and a world allreduce runs every step. With
+    # "rank0", rank 1 never commits: rank 0 waits at its boundary while rank 1 announces the
+    # next world allreduce, so tuttid admits at once and rank 1 restores (once).
+    result = tuttirun(2, "split", commits, flags=("--min-np", "1"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # Rank 0's lines include its child's, the added rank's.
+    assert fields(result, 0, "split") == [["3", "3.0"], ["3", "3.0"]], result.stdout[-3000:]
+    assert fields(result, 1, "split") == [["3", "3.0"]], result.stdout[-3000:]
+    if commits == "rank0":
+        assert fields(result, 1, "restored") == [["1"]]

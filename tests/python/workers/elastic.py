@@ -399,8 +399,60 @@ def join_child(case):
         say("refused", type(e).__name__, str(e))
 
 
+def split(commits, joiner=False):
+    """Two ranks, each training its own model with a state bound to its own set ({0}, {1}), and a
+    world allreduce of a "loss" every step. At step 3 rank 0 starts a rank to add (this scenario
+    with "joiner"). The ranks' commits are in different sets, so one may wait at its boundary
+    while the other announces the next world allreduce: tuttid then admits at once and the other
+    restores. With `commits` "rank0" rank 1 never commits, so that is the only way in. Every rank
+    runs 5 world steps in the grown world and prints "split <size> <sum>", the sum of the last
+    loss allreduce (0 + 1 + 2), and "restored <n>", how often its state was restored."""
+    hvd.init()
+    mine = hvd.add_process_set([hvd.rank()])  # only its member takes part
+    model = torch.nn.Linear(2, 1, bias=False).double()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    state = hvd.elastic.TorchState(model, optimizer, process_set=mine, batch=0)
+    child = None
+    grown = {"steps": 0, "total": None, "size": None}
+
+    @hvd.elastic.run
+    def train(state):
+        nonlocal child
+        while grown["steps"] < 5:
+            if hvd.rank() == 0 and not joiner and state.batch == 3 and child is None:
+                env = dict(os.environ, TUTTI_RANK="2")
+                child = subprocess.Popen([sys.executable, __file__, "split_joiner", commits],
+                                         env=env)
+            total = hvd.allreduce(torch.tensor([float(hvd.rank())]), name="loss", op=hvd.Sum)
+            if hvd.size() == 3:
+                grown["steps"] += 1
+                grown["total"], grown["size"] = total.item(), hvd.size()
+            state.batch += 1
+            if not joiner and (commits == "all" or hvd.rank() == 0):
+                state.commit()
+            if state.batch > 100000:
+                raise RuntimeError("the job never grew")
+
+    restored = [0]
+    state.register_reset_callbacks([lambda: None])
+    original_restore = state.restore
+
+    def counting_restore():
+        restored[0] += 1
+        original_restore()
+    state.restore = counting_restore
+    train(state)
+    say("split", grown["size"], grown["total"])
+    say("restored", restored[0])
+    if child is not None:
+        child.wait(timeout=120)
+    hvd.shutdown()
+
+
 SCENARIOS = {
     "rejoin": rejoin,
+    "split": lambda: split(sys.argv[2]),
+    "split_joiner": lambda: split(sys.argv[2], joiner=True),
     "join_errors": lambda: join_errors(sys.argv[2]),
     "join_child": lambda: join_child(sys.argv[2]),
     "hosts": lambda: hosts(*sys.argv[2:7]),
