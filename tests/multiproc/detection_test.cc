@@ -20,16 +20,7 @@ void JoinAsPair(RawClient& rank0, RawClient& rank1, const std::string& job) {
 }
 
 void Announce(RawClient& client, const std::string& name) {
-  wire::Frame frame;
-  auto* spec = frame.mutable_announce()->add_sets()->add_tensors();
-  spec->set_name(name);
-  spec->set_kind(wire::COLLECTIVE_ALLREDUCE);
-  spec->set_dtype(3);  // TUTTI_DTYPE_FLOAT32
-  spec->add_shape(1);
-  spec->set_reduce_op(1);
-  spec->set_prescale(1);
-  spec->set_postscale(1);
-  client.Send(Encoded(frame));
+  client.Send(Encoded(AllreduceAnnounce(name)));
 }
 
 void Report(RawClient& client, int32_t rank, int32_t set_id) {

@@ -122,16 +122,7 @@ void WorldAnnouncementWhileAnotherWaits(bool announce_first) {
   joiner.Send(Encoded(ElasticRegister(job, 2, 2)));
   ASSERT_TRUE(Next(rank0).has_ranks_waiting());
   ASSERT_TRUE(Next(rank1).has_ranks_waiting());
-  wire::Frame announce;
-  auto* spec = announce.mutable_announce()->add_sets()->add_tensors();
-  spec->set_name("grad");
-  spec->set_kind(wire::COLLECTIVE_ALLREDUCE);
-  spec->set_dtype(3);  // TUTTI_DTYPE_FLOAT32
-  spec->add_shape(1);
-  spec->set_reduce_op(1);
-  spec->set_prescale(1);
-  spec->set_postscale(1);
-  announce.set_membership_epoch(1);
+  const wire::Frame announce = AllreduceAnnounce("grad", /*membership_epoch=*/1);
   // Frames of two connections reach tuttid in no set order: a counters query answered on the
   // same connection says the first frame was handled before the second is sent.
   if (announce_first) {

@@ -52,6 +52,22 @@ class RawClient {
 
 inline std::string Encoded(wire::Frame frame) { return wire::Encode(frame); }
 
+// An Announce of a one-float32 sum allreduce `name` on the world, stamped with
+// `membership_epoch` (0: a frame without the field).
+inline wire::Frame AllreduceAnnounce(const std::string& name, uint64_t membership_epoch = 0) {
+  wire::Frame frame;
+  auto* spec = frame.mutable_announce()->add_sets()->add_tensors();
+  spec->set_name(name);
+  spec->set_kind(wire::COLLECTIVE_ALLREDUCE);
+  spec->set_dtype(3);  // TUTTI_DTYPE_FLOAT32
+  spec->add_shape(1);
+  spec->set_reduce_op(1);  // sum
+  spec->set_prescale(1);
+  spec->set_postscale(1);
+  if (membership_epoch != 0) frame.set_membership_epoch(membership_epoch);
+  return frame;
+}
+
 inline wire::Frame Register(int32_t rank, int32_t size) {
   wire::Frame frame;
   frame.mutable_register_()->set_job("intruder");
