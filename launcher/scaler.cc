@@ -110,7 +110,7 @@ void Scaler::Poll(Ranks& ranks) {
       r->Retire(SIGTERM);
     }
   }
-  Fill(ranks, Target(Clock::now()));
+  if (!finishing_) Fill(ranks, Target(Clock::now()));
 }
 
 void Scaler::Failed(const RankProcess& rank) {

@@ -48,6 +48,9 @@ class Scaler {
   void Poll(Ranks& ranks);
   // A rank failed: its host is blacklisted.
   void Failed(const RankProcess& rank);
+  // A rank exited 0: the job is finishing, and its slot is not filled again (a rank started now
+  // would wait to join a job whose ranks no longer reach a boundary).
+  void Finished() { finishing_ = true; }
 
  private:
   bool Discover(std::string* error);
@@ -61,6 +64,7 @@ class Scaler {
   std::set<std::string> warned_;       // hosts named once as not this machine
   HostBlacklist blacklist_;
   int next_rank_ = 0;
+  bool finishing_ = false;
   Clock::time_point next_poll_{};
 };
 

@@ -157,6 +157,7 @@ class Supervisor::Impl {
         Say("rank " + std::to_string(r->rank()) + " stopped (its host went away)");
         continue;
       }
+      if (scaler_ && ExitCode(status) == 0) scaler_->Finished();
       if (stopping_ || ExitCode(status) == 0) continue;
       if (scaler_) scaler_->Failed(*r);
       bool others = false;

@@ -368,3 +368,16 @@ def test_ranks_whose_states_commit_in_different_sets_still_admit_a_rank(commits)
     assert fields(result, 1, "split") == [["3", "3.0"]], result.stdout[-3000:]
     if commits == "rank0":
         assert fields(result, 1, "restored") == [["1"]]
+
+
+def test_once_a_rank_finished_no_rank_is_started_for_its_slot(tmp_path):
+    # Rank 0 exits 0 at once, rank 1 after 2.5 s: tuttirun runs the discovery script meanwhile
+    # and sees a free slot, but the job is finishing, so nothing is started there.
+    script = ("import os, time; r = os.environ['TUTTI_RANK']; "
+              "time.sleep(0 if r == '0' else 2.5); print('done', r)")
+    result = subprocess.run([os.path.join(BUILD, "tuttirun"), "--min-np", "1",
+                             "--host-discovery-script", "echo 127.0.0.1:2", sys.executable, "-c",
+                             script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert lines_of(result, 0) == ["done 0"] and lines_of(result, 1) == ["done 1"]
+    assert not lines_of(result, 2), result.stdout
