@@ -227,7 +227,9 @@ void Job::InspectStalls(Clock::time_point now, Outbox* out) {
 
 std::optional<Clock::time_point> Job::NextDeadline() const {
   if (!welcomed_) return rendezvous_deadline_;
-  if (!closed_.empty()) return Clock::time_point::min();  // now
+  // Due now. Not time_point::min(): the event loop subtracts the clock from a deadline, which
+  // overflows from there (UBSan stopped tuttid on it).
+  if (!closed_.empty()) return Clock::time_point{};
   std::optional<Clock::time_point> next = sets_.NextDeadline();
   for (const auto& [set_id, negotiator] : negotiators_) {
     auto at = negotiator.NextInspection(stall_warning_, stall_shutdown_);
