@@ -187,6 +187,8 @@ class Job {
   void ExpireMinimum(Clock::time_point now, Outbox* out);
   // The Welcome fields every rank of the job gets alike.
   void FillWelcome(wire::Welcome* welcome) const;
+  // `slot`'s host and data-plane endpoint, as Welcome.peers and Reformed.added give them.
+  void DescribePeer(int32_t slot, wire::Peer* peer) const;
 
   // Ranks added to a running elastic job (job_growth.cc, docs/elastic.md "Adding ranks").
   Status RegisterAdded(const std::string& peer, const wire::Register& msg, Clock::time_point now,

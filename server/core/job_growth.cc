@@ -167,19 +167,13 @@ void Job::Admit(Clock::time_point now, Outbox* out) {
   // request still in flight there fails with `reformed`, as any of the old epoch does).
   wire::Reformed base = ReformedBase(live, lost, changed, removed, reformed, /*orderly=*/false);
   for (int32_t s : added) {
-    auto* peer = base.add_added();
-    peer->set_rank(s);
-    peer->set_host(registrations_[s]->host());
-    peer->set_data_endpoint(registrations_[s]->data_endpoint());
+    DescribePeer(s, base.add_added());
   }
 
   wire::Welcome welcome_base;
   FillWelcome(&welcome_base);
   for (int32_t s = 0; s < size_; ++s) {
-    auto* peer = welcome_base.add_peers();
-    peer->set_rank(s);
-    peer->set_host(registrations_[s]->host());
-    peer->set_data_endpoint(registrations_[s]->data_endpoint());
+    DescribePeer(s, welcome_base.add_peers());
   }
   welcome_base.mutable_members()->Add(live.begin(), live.end());
   for (const auto& [id, negotiator] : negotiators_) {

@@ -113,10 +113,7 @@ void Job::Welcome(Clock::time_point now, Outbox* out) {
     set->mutable_ranks()->Add(ranks->begin(), ranks->end());
   }
   for (int32_t r = 0; r < size_; ++r) {
-    auto* peer = base.add_peers();
-    peer->set_rank(r);
-    peer->set_host(registrations_[r]->host());
-    peer->set_data_endpoint(registrations_[r]->data_endpoint());
+    DescribePeer(r, base.add_peers());
   }
   FillWelcome(&base);
 
@@ -146,6 +143,12 @@ void Job::Welcome(Clock::time_point now, Outbox* out) {
     if (status.ok()) late_members_.emplace_back(e.peer, slot);
     else out->push_back({e.peer, frames::Refusal(status)});
   }
+}
+
+void Job::DescribePeer(int32_t slot, wire::Peer* peer) const {
+  peer->set_rank(slot);
+  peer->set_host(registrations_[slot]->host());
+  peer->set_data_endpoint(registrations_[slot]->data_endpoint());
 }
 
 void Job::FillWelcome(wire::Welcome* welcome) const {
