@@ -119,6 +119,8 @@ TUTTI_API tutti_status_t tutti_get_counters(tutti_runtime_t rt, tutti_counters_t
     values.collectives = get(c.collectives);
     values.tensors_executed = get(c.tensors_executed);
     values.tensors_fused = get(c.tensors_fused);
+    values.fast_path_rounds = get(c.fast_path_rounds);
+    values.fast_path_tensors = get(c.fast_path_tensors);
     return WriteVersioned(values, counters, "counters");
   });
 }
@@ -143,6 +145,28 @@ TUTTI_API tutti_status_t tutti_get_coordinator_counters(tutti_runtime_t rt,
     values.cache_evictions = c.cache_evictions();
     values.stall_warnings = c.stall_warnings();
     values.stalls_failed = c.stalls_failed();
+    return WriteVersioned(values, counters, "counters");
+  });
+}
+
+TUTTI_API tutti_status_t tutti_get_coordinator_set_counters(
+    tutti_runtime_t rt, int32_t set_id, tutti_coordinator_set_counters_t* counters) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(counters);
+    wire::CoordinatorCounters c;
+    tutti_status_t status = Report(rt->runtime->QueryCoordinatorCounters(&c, set_id));
+    if (status != TUTTI_OK) return status;
+    const wire::SetCounters& set = c.set();
+    tutti_coordinator_set_counters_t values = TUTTI_COORDINATOR_SET_COUNTERS_INIT;
+    values.set_id = set_id;
+    values.announcements = set.announcements();
+    values.tensors_announced = set.tensors_announced();
+    values.tensors_announced_cached = set.tensors_announced_cached();
+    values.fast_path_grants = set.fast_path_grants();
+    values.fast_path_exits = set.fast_path_exits();
+    values.announcements_dropped = set.announcements_dropped();
+    values.fast_path_rounds = set.fast_path_rounds();
     return WriteVersioned(values, counters, "counters");
   });
 }

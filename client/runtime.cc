@@ -78,6 +78,7 @@ Status Runtime::Rendezvous() {
   request.set_rendezvous_timeout_ms(options_.timeout_ms);
   request.set_cache_capacity(options_.cache_capacity);
   request.set_fusion_threshold(options_.fusion_threshold);
+  request.set_no_fast_path(!options_.fast_path);
   request.set_stall_warning_ms(options_.stall_warning_ms);
   request.set_stall_shutdown_ms(options_.stall_shutdown_ms);
   request.set_transport(options_.transport);
@@ -207,10 +208,15 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_
     std::lock_guard<std::mutex> lock(mu_);
     routes = routes_;
   }
+  // A tensor waits on the fast path for a second at most, less with a short stall warning, before
+  // tuttid's stall inspector takes over (docs/steady-state.md).
+  auto patience = std::chrono::milliseconds(1000);
+  if (options_.stall_warning_ms > 0)
+    patience = std::min(patience, std::chrono::milliseconds(std::max<int64_t>(options_.stall_warning_ms / 2, 1)));
   auto lane = std::make_unique<Lane>(set_id, ranks, slot_,
                                      device_->CreateContext(channel, slot_, std::move(routes)),
                                      Ms(options_.timeout_ms), &counters_, &timeline_, std::move(relay),
-                                     std::move(report_closed));
+                                     std::move(report_closed), static_cast<FastPathPort*>(this), patience);
   std::lock_guard<std::mutex> lock(mu_);
   lanes_[set_id] = std::move(lane);
 }
@@ -228,12 +234,12 @@ int32_t Runtime::RankForUser(int32_t slot) const {
   return rank >= 0 ? rank : slot;
 }
 
-Status Runtime::QueryCoordinatorCounters(wire::CoordinatorCounters* counters) {
+Status Runtime::QueryCoordinatorCounters(wire::CoordinatorCounters* counters, int32_t set_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return dead_;
   }
-  return link_->QueryCounters(transport::Clock::now() + Ms(options_.timeout_ms), counters);
+  return link_->QueryCounters(transport::Clock::now() + Ms(options_.timeout_ms), counters, set_id);
 }
 
 }  // namespace tutti::client

@@ -25,6 +25,7 @@
 #include "client/control/coordinator_link.h"
 #include "client/control/link_listener.h"
 #include "client/counters.h"
+#include "client/exec/fast_path_port.h"
 #include "client/exec/lane.h"
 #include "client/exec/point_to_point.h"
 #include "client/exec/request.h"
@@ -38,7 +39,7 @@
 
 namespace tutti::client {
 
-class Runtime : private LinkListener {
+class Runtime : private LinkListener, private FastPathPort {
  public:
   // Joins the job; returns once the whole world registered.
   static Status Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* runtime);
@@ -88,8 +89,8 @@ class Runtime : private LinkListener {
   void Abort();
 
   const Counters& counters() const { return counters_; }
-  // Asks tuttid what it did for this job.
-  Status QueryCoordinatorCounters(wire::CoordinatorCounters* counters);
+  // Asks tuttid what it did for this job (and for process set `set_id`).
+  Status QueryCoordinatorCounters(wire::CoordinatorCounters* counters, int32_t set_id = 0);
 
   // Which backend carries this rank's traffic with `peer` in `set_id`, and how much it moved.
   Status PeerStats(int32_t set_id, int32_t peer, transport::PeerStats* stats);
@@ -143,6 +144,18 @@ class Runtime : private LinkListener {
   // The data-plane id of the incarnation of `set_id` that began in membership epoch `epoch`.
   static Status ChannelOf(int32_t set_id, uint64_t epoch, int32_t* channel);
   void OnLinkDead(const Status& status) override;
+  // The members' fast path, for the lanes (runtime_fast_path.cc, docs/steady-state.md).
+  FastPathInput Input(int32_t set_id) override;
+  std::vector<std::vector<FusedPart>> Take(int32_t set_id, const std::vector<uint32_t>& slots) override;
+  void Leave(int32_t set_id, uint64_t rounds) override;
+  void Abandon(int32_t set_id, const Status& why) override;
+  // Wakes the set's lane: its fast path has something new. Caller does not hold mu_.
+  void WakeLane(int32_t set_id);
+  // Before a join or a removal, which tuttid handles: this rank's members leave the set's fast
+  // path (at their next round) if they are on it.
+  Status LeaveFastPath(int32_t set_id, int64_t timeout_ms);
+  // The grant found these requests of the set pending: they wait on the fast path now.
+  void ReclaimForFastPath(int32_t set_id);
   // While this rank is joined to `set_id`: a request for its share in a collective the others
   // run (identity values, no rows, or a relay buffer); else null.
   std::shared_ptr<Request> JoinedShare(int32_t set_id, const wire::TensorSpec& spec);

@@ -59,6 +59,15 @@ void Runtime::OnExecute(wire::Execute& execute) {
     }
     lane->second->Push(std::move(parts));
   }
+  if (execute.fast_path() == 0) return;
+  // The grant (docs/steady-state.md): after these collectives the set's lane runs its stream with
+  // the other members; requests whose announcements tuttid will drop wait for its rounds.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto lane = lanes_.find(set_id);
+    if (lane != lanes_.end()) lane->second->EnterFastPath(execute.fast_path(), execute.fast_path_slots());
+  }
+  ReclaimForFastPath(set_id);
 }
 
 void Runtime::OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& status) {

@@ -76,6 +76,7 @@ void Runtime::OnReformed(const wire::Reformed& msg) {
         if (msg.orderly()) {
           // What it runs was completed by the rank that left: it finishes, then idles until
           // the runtime ends (destroying it here would wait for it on this thread).
+          it->second->EndFastPath();  // its peers' lanes of this incarnation idle too
           retired_lanes_.push_back(std::move(it->second));
         } else {
           it->second->Abort(status);  // wakes a collective blocked on the lost rank

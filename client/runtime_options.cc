@@ -133,6 +133,9 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
     return Status(Code::kInvalidArgument, "the cache capacity (TUTTI_CACHE_CAPACITY) " +
                                               std::to_string(*capacity) + " is outside [0, 1048576]");
   o.cache_capacity = static_cast<int32_t>(capacity.value_or(kDefaultCacheCapacity));
+  std::optional<int64_t> fast_path;
+  TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_FAST_PATH"}, &fast_path));
+  o.fast_path = fast_path.value_or(1) != 0;
   std::optional<double> cycle = requested.cycle_time_ms;
   if (!cycle) TUTTI_RETURN_IF_ERROR(DoubleFromEnv("TUTTI_CYCLE_TIME_MS", &cycle));
   if (cycle && (*cycle < 0 || *cycle > 60000))

@@ -56,6 +56,9 @@ struct RuntimeOptions {
   int64_t fusion_threshold = kDefaultFusionThreshold;  // 0: no fusion
   std::chrono::microseconds cycle_time{0};             // announcement batching window
   int32_t cache_capacity = kDefaultCacheCapacity;      // 0: no response cache
+  // The members' fast path for cached tensors (docs/steady-state.md); TUTTI_FAST_PATH=0 turns it
+  // off for the whole job.
+  bool fast_path = true;
   // For the coordinator's stall inspector: 0 = tuttid's default, < 0 = off.
   int64_t stall_warning_ms = 0, stall_shutdown_ms = 0;
   std::string timeline;  // this rank's timeline file, from the start; empty: none

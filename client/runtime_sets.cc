@@ -43,6 +43,7 @@ Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return dead_;
   }
+  if (member) TUTTI_RETURN_IF_ERROR(LeaveFastPath(set_id, timeout_ms));
   Status removed = link_->RemoveSet(set_id, timeout_ms);
   // A set this rank knew that tuttid no longer has was removed by its members meanwhile: it is
   // gone here too. For a non-member that is its removal done (every rank calls remove, as in
@@ -73,6 +74,8 @@ Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
 Status Runtime::Join(int32_t set_id, int64_t timeout_ms, int32_t* last_rank) {
   if (timeout_ms <= 0) timeout_ms = options_.timeout_ms;
   TUTTI_RETURN_IF_ERROR(sets_.CheckMember(set_id));
+  // tuttid runs the join: the members leave the set's fast path first (docs/steady-state.md).
+  TUTTI_RETURN_IF_ERROR(LeaveFastPath(set_id, timeout_ms));
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!dead_.ok()) return dead_;

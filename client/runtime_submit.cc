@@ -142,6 +142,7 @@ Status Runtime::Enqueue(int32_t set_id, const std::vector<int32_t>& members,
     TUTTI_RETURN_IF_ERROR(Broken(set_id, members));
     TUTTI_RETURN_IF_ERROR(pending_.InsertAll(set_id, requests));
   }
+  bool on_fast_path = false;
   for (const auto& request : requests) {
     if (timeline_.on()) {
       const auto& spec = request->operation().spec;
@@ -150,8 +151,9 @@ Status Runtime::Enqueue(int32_t set_id, const std::vector<int32_t>& members,
                        {"priority", spec.priority()}});
       timeline_.Begin(set_id, request->name(), "NEGOTIATE");
     }
-    link_->Announce(set_id, request->operation().spec);
+    if (!link_->Announce(set_id, request->operation().spec)) on_fast_path = true;
   }
+  if (on_fast_path) WakeLane(set_id);  // its next round may run them (docs/steady-state.md)
   return Status::Ok();
 }
 

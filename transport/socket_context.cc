@@ -132,6 +132,32 @@ Status SocketContext::SendRecv(int32_t to, const void* send_buf, size_t send_len
   return Status::Ok();
 }
 
+Status SocketContext::AwaitIncoming(int32_t from, int wake_fd, Deadline deadline, bool* incoming) {
+  *incoming = false;
+  if (!broken_.ok()) return broken_;
+  if (!(broken_ = Aborted()).ok()) return broken_;
+  Channel* in = nullptr;
+  TUTTI_RETURN_IF_ERROR(broken_ = ChannelTo(from, deadline, &in));
+  if (in->ReadableNow()) {
+    *incoming = true;
+    return Status::Ok();
+  }
+  poll_fds_.assign({{device_->cancel_fd(), POLLIN, 0}, {abort_.fd(), POLLIN, 0}, {wake_fd, POLLIN, 0}});
+  // Sleeps only if nothing arrived since: PrepareWait raises the shared-memory sleeping flag
+  // first, so a peer writing after the check above rings the channel's eventfd.
+  if (in->PrepareWait(false, true, 1, &poll_fds_)) {
+    const int ready = poll(poll_fds_.data(), poll_fds_.size(), PollTimeoutMs(deadline));
+    in->FinishWait(&poll_fds_[3]);
+    if (ready < 0 && errno != EINTR) return broken_ = Status(Code::kInternal, std::strerror(errno));
+    if (poll_fds_[0].revents & POLLIN)
+      return broken_ = Status(Code::kShutDown, "the runtime was finalized");
+    if (poll_fds_[1].revents & POLLIN) return broken_ = Aborted();
+  }
+  // A channel's eventfd may ring for bytes consumed already: only bytes there now count.
+  *incoming = in->ReadableNow();
+  return Status::Ok();
+}
+
 bool SocketContext::CanRelayInPlace(const std::vector<int32_t>& ranks) const {
   for (int32_t r : ranks)
     if (r != self_ && !FindBackend(routes_.at(r).link)->relays_in_place()) return false;

@@ -23,6 +23,7 @@ class SocketContext : public Context {
   Status SendRecv(int32_t to, const void* send, size_t send_len, int32_t from, void* recv,
                   size_t recv_len, Deadline deadline,
                   const std::function<void(size_t)>& on_received = nullptr) override;
+  Status AwaitIncoming(int32_t from, int wake_fd, Deadline deadline, bool* incoming) override;
   void Abort(const Status& status) override;
   PeerStats Stats(int32_t peer) const override;
   int32_t closed_peer() const override { return closed_peer_; }

@@ -57,6 +57,16 @@ class Context {
                           size_t recv_len, Deadline deadline,
                           const std::function<void(size_t)>& on_received = nullptr) = 0;
 
+  // Sleeps until bytes from global rank `from` can be read (or its connection closed:
+  // `*incoming` true), `wake_fd` becomes readable, or `deadline` (`*incoming` false). The
+  // connection to `from` is made first if there is none. Errors as SendRecv, but never kTimeout.
+  // What a lane idle on its set's fast path waits in (docs/steady-state.md): a peer starting a
+  // round, or work of its own.
+  virtual Status AwaitIncoming(int32_t /*from*/, int /*wake_fd*/, Deadline /*deadline*/,
+                               bool* /*incoming*/) {
+    return Status(Code::kInternal, "this data plane cannot wait for a peer");
+  }
+
   // Wakes a SendRecv blocked on this context and makes it, and every later one, return `status`
   // (a peer was declared lost, the coordinator is gone). The only method any thread may call.
   virtual void Abort(const Status& status) = 0;

@@ -23,13 +23,50 @@ void AnnounceCache::Add(int32_t set_id, wire::TensorSpec spec) {
   set.full.push_back(std::move(spec));
 }
 
+std::optional<uint32_t> AnnounceCache::Lookup(int32_t set_id, const wire::TensorSpec& spec) const {
+  auto it = sets_.find(set_id);
+  if (it == sets_.end()) return std::nullopt;
+  const SetState& set = it->second;
+  auto known = set.by_name.find(spec.name());
+  if (known == set.by_name.end()) return std::nullopt;
+  const Entry& entry = *set.slots[known->second];
+  if (!entry.spec || *entry.spec != spec.SerializeAsString()) return std::nullopt;
+  return known->second;
+}
+
+const AnnounceCache::Template* AnnounceCache::TemplateOf(int32_t set_id, uint32_t slot) const {
+  auto it = sets_.find(set_id);
+  if (it == sets_.end() || slot >= it->second.slots.size() || !it->second.slots[slot]) return nullptr;
+  return &it->second.slots[slot]->last;
+}
+
+void AnnounceCache::DropQueued(int32_t set_id) {
+  auto it = sets_.find(set_id);
+  if (it == sets_.end()) return;
+  queued_ -= it->second.full.size() + it->second.bits.size();
+  it->second.full.clear();
+  it->second.bits.clear();
+}
+
+void AnnounceCache::MarkExit(int32_t set_id, uint64_t generation, uint64_t rounds) {
+  SetState& set = sets_[set_id];
+  if (set.exit_generation == 0) ++queued_;  // the exit leaves even with no tensor
+  set.exit_generation = generation;
+  set.exit_rounds = rounds;
+}
+
 AnnounceCache::Drained AnnounceCache::Drain(wire::Announce* announce) {
   Drained drained;
   for (auto& [set_id, set] : sets_) {
-    if (set.full.empty() && set.bits.empty()) continue;
+    if (set.full.empty() && set.bits.empty() && set.exit_generation == 0) continue;
     auto* out = announce->add_sets();
     out->set_set_id(set_id);
     out->set_evictions_seen(set.evictions_seen);
+    if (set.exit_generation != 0) {
+      out->set_fast_path_exit(set.exit_generation);
+      out->set_fast_path_rounds(set.exit_rounds);
+      set.exit_generation = set.exit_rounds = 0;
+    }
     drained.full += set.full.size();
     drained.cached += set.bits.size();
     for (auto& spec : set.full) *out->add_tensors() = std::move(spec);
@@ -42,7 +79,7 @@ AnnounceCache::Drained AnnounceCache::Drain(wire::Announce* announce) {
 }
 
 Status AnnounceCache::Settle(SetState& set, int32_t set_id, std::string* name, uint32_t cache_slot,
-                             bool full) {
+                             bool full, Template how) {
   if (!full) {
     if (cache_slot == 0) return Status::Ok();  // an error response naming no tensor: nothing to do
     const uint32_t slot = cache_slot - 1;
@@ -52,6 +89,7 @@ Status AnnounceCache::Settle(SetState& set, int32_t set_id, std::string* name, u
                                          std::to_string(set_id) + ", which this rank does not hold");
     Entry& entry = *set.slots[slot];
     *name = entry.name;
+    entry.last = std::move(how);
     // Announced in full although cached (it had joined before, say): its spec is now known.
     auto awaited = set.awaiting.find(entry.name);
     if (awaited != set.awaiting.end()) {
@@ -69,7 +107,7 @@ Status AnnounceCache::Settle(SetState& set, int32_t set_id, std::string* name, u
   if (cache_slot == 0) return Status::Ok();
   const uint32_t slot = cache_slot - 1;
   if (slot >= set.slots.size()) set.slots.resize(slot + 1);
-  set.slots[slot] = Entry{*name, std::move(spec)};
+  set.slots[slot] = Entry{*name, std::move(spec), std::move(how)};
   set.by_name[*name] = slot;
   return Status::Ok();
 }
@@ -78,11 +116,14 @@ Status AnnounceCache::Apply(wire::Execute* execute) {
   SetState& set = sets_[execute->set_id()];
   for (auto& response : *execute->mutable_responses()) {
     const bool full = response.has_spec();
+    auto how = [&](const google::protobuf::RepeatedField<int64_t>& rows) {
+      return Template{{rows.begin(), rows.end()}, response.device_path(), response.device_group()};
+    };
     TUTTI_RETURN_IF_ERROR(Settle(set, execute->set_id(), response.mutable_spec()->mutable_name(),
-                                 response.cache_slot(), full));
+                                 response.cache_slot(), full, how(response.member_rows())));
     for (auto& part : *response.mutable_fused())
       TUTTI_RETURN_IF_ERROR(Settle(set, execute->set_id(), part.mutable_name(), part.cache_slot(),
-                                   !part.name().empty()));
+                                   !part.name().empty(), how(part.member_rows())));
   }
   for (uint32_t slot : execute->cache_evicted()) {
     if (slot < set.slots.size() && set.slots[slot]) {

@@ -24,6 +24,19 @@ class AnnounceCache {
   // Queues `spec` for the next Announce: as a bit when the set's cache holds this very spec
   // under its name, else in full.
   void Add(int32_t set_id, wire::TensorSpec spec);
+  // The slot holding this very spec under its name, if any.
+  std::optional<uint32_t> Lookup(int32_t set_id, const wire::TensorSpec& spec) const;
+  // How the set's collective of `slot` ran last (the members' fast path runs it so again).
+  struct Template {
+    std::vector<int64_t> member_rows;
+    wire::DevicePath device_path = wire::DEVICE_PATH_HOST;
+    int32_t device_group = 0;
+  };
+  const Template* TemplateOf(int32_t set_id, uint32_t slot) const;
+  // Drops what is queued for the set (it went on its fast path, where those tensors wait now).
+  void DropQueued(int32_t set_id);
+  // The set's next SetTensors says that this rank left fast-path `generation` after `rounds`.
+  void MarkExit(int32_t set_id, uint64_t generation, uint64_t rounds);
   bool empty() const { return queued_ == 0; }
 
   struct Drained {
@@ -47,6 +60,7 @@ class AnnounceCache {
   struct Entry {
     std::string name;
     std::optional<std::string> spec;  // what this rank announced, serialized; none if it joined
+    Template last;
   };
   struct SetState {
     std::vector<std::optional<Entry>> slots;
@@ -56,10 +70,12 @@ class AnnounceCache {
     uint64_t evictions_seen = 0;
     std::vector<wire::TensorSpec> full;  // queued
     std::vector<uint32_t> bits;          // queued slots
+    uint64_t exit_generation = 0, exit_rounds = 0;  // queued fast-path exit
   };
 
   // Resolves one tensor of a response; `name` is filled in for a reference.
-  Status Settle(SetState& set, int32_t set_id, std::string* name, uint32_t cache_slot, bool full);
+  Status Settle(SetState& set, int32_t set_id, std::string* name, uint32_t cache_slot, bool full,
+                Template how);
 
   std::map<int32_t, SetState> sets_;
   size_t queued_ = 0;

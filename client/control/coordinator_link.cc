@@ -103,9 +103,15 @@ std::string CoordinatorLink::Stamp(wire::Frame& frame) const {
 }
 
 void CoordinatorLink::EnterEpoch(uint64_t membership_epoch, const std::vector<int32_t>& changed_sets) {
-  std::lock_guard<std::mutex> lock(mu_);
-  membership_epoch_ = membership_epoch;
-  for (int32_t id : changed_sets) announced_.DropSet(id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    membership_epoch_ = membership_epoch;
+    for (int32_t id : changed_sets) {
+      announced_.DropSet(id);
+      fast_.Leave(id);  // the set's next incarnation starts with tuttid
+    }
+  }
+  fast_cv_.notify_all();
 }
 
 void CoordinatorLink::SendPeerReport(int32_t set_id, int32_t rank) {
@@ -246,20 +252,26 @@ Status CoordinatorLink::JoinSet(int32_t set_id, int64_t timeout_ms, int32_t* las
 }
 
 Status CoordinatorLink::QueryCounters(transport::Deadline deadline,
-                                      wire::CoordinatorCounters* counters) {
+                                      wire::CoordinatorCounters* counters, int32_t set_id) {
   wire::Frame request;
   const uint64_t request_id = next_request_id_++;
   request.mutable_counters_query()->set_request_id(request_id);
+  request.mutable_counters_query()->set_set_id(set_id);
   wire::Frame answer;
   TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id, deadline, &answer));
   *counters = answer.coordinator_counters();
   return Status::Ok();
 }
 
-void CoordinatorLink::Announce(int32_t set_id, wire::TensorSpec spec) {
+bool CoordinatorLink::Announce(int32_t set_id, wire::TensorSpec spec) {
   bool first;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (fast_.on(set_id)) {
+      const auto slot = announced_.Lookup(set_id, spec);
+      fast_.Add(set_id, std::move(spec), slot, transport::Clock::now());
+      return false;
+    }
     first = announced_.empty();
     if (first) first_queued_ = transport::Clock::now();
     announced_.Add(set_id, std::move(spec));
@@ -267,6 +279,70 @@ void CoordinatorLink::Announce(int32_t set_id, wire::TensorSpec spec) {
   // With a batching window only the first announcement wakes the I/O thread, which then sleeps
   // until the window closes; without one, every announcement does.
   if (first || cycle_time_.count() == 0) Wake();
+  return true;
+}
+
+FastPathInput CoordinatorLink::FastPathInputOf(int32_t set_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fast_.Input(set_id);
+}
+
+std::vector<CoordinatorLink::Agreed> CoordinatorLink::FastPathTake(
+    int32_t set_id, const std::vector<uint32_t>& slots) {
+  std::vector<Agreed> agreed;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& submitted : fast_.Take(set_id, slots)) {
+    const AnnounceCache::Template* how = announced_.TemplateOf(set_id, *submitted.slot);
+    agreed.push_back(Agreed{std::move(submitted.spec), how ? *how : AnnounceCache::Template{}});
+  }
+  return agreed;
+}
+
+void CoordinatorLink::FastPathLeave(int32_t set_id, uint64_t rounds) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t generation = fast_.generation(set_id);
+    if (generation == 0) return;
+    if (announced_.empty()) first_queued_ = transport::Clock::now();
+    announced_.MarkExit(set_id, generation, rounds);
+    // In submission order, as bits where the cache still holds them: tuttid negotiates them as
+    // if they had just been submitted.
+    for (auto& submitted : fast_.Leave(set_id)) announced_.Add(set_id, std::move(submitted.spec));
+  }
+  fast_cv_.notify_all();
+  Wake();
+}
+
+std::vector<wire::TensorSpec> CoordinatorLink::FastPathAbandon(int32_t set_id) {
+  std::vector<wire::TensorSpec> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& submitted : fast_.Leave(set_id)) waiting.push_back(std::move(submitted.spec));
+  }
+  fast_cv_.notify_all();
+  return waiting;
+}
+
+bool CoordinatorLink::FastPathWantSlow(int32_t set_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fast_.on(set_id)) return false;
+  fast_.WantSlow(set_id);
+  return true;
+}
+
+Status CoordinatorLink::AwaitOffFastPath(int32_t set_id, transport::Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!fast_cv_.wait_until(lock, deadline, [&] { return !fast_.on(set_id) || !dead_.ok(); }))
+    return Status(Code::kTimeout, "timed out waiting for the members of process set " +
+                                      std::to_string(set_id) + " to leave its fast path");
+  return dead_;
+}
+
+void CoordinatorLink::FastPathReclaim(int32_t set_id, wire::TensorSpec spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fast_.on(set_id)) return;
+  const auto slot = announced_.Lookup(set_id, spec);
+  fast_.Add(set_id, std::move(spec), slot, transport::Clock::now());
 }
 
 void CoordinatorLink::ForgetTensor(int32_t set_id, const std::string& name) {
@@ -275,8 +351,12 @@ void CoordinatorLink::ForgetTensor(int32_t set_id, const std::string& name) {
 }
 
 void CoordinatorLink::ForgetSet(int32_t set_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  announced_.DropSet(set_id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    announced_.DropSet(set_id);
+    fast_.Leave(set_id);
+  }
+  fast_cv_.notify_all();
 }
 
 void CoordinatorLink::SendAbort() {

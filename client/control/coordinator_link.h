@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <future>
 #include <map>
@@ -29,6 +30,7 @@
 #include "client/control/announce_cache.h"
 #include "client/control/curve_client_keys.h"
 #include "client/control/link_listener.h"
+#include "client/fastpath/fast_path_book.h"
 #include "client/counters.h"
 #include "common/status.h"
 #include "proto/protocol.h"
@@ -64,11 +66,37 @@ class CoordinatorLink {
   Status RemoveSet(int32_t set_id, int64_t timeout_ms);
   // Waits until every member joined; `last_rank`: the global rank that joined last.
   Status JoinSet(int32_t set_id, int64_t timeout_ms, int32_t* last_rank);
-  // Asks tuttid for the job's counters, waiting until `deadline`.
-  Status QueryCounters(transport::Deadline deadline, wire::CoordinatorCounters* counters);
+  // Asks tuttid for the job's counters (and those of process set `set_id`), waiting until
+  // `deadline`.
+  Status QueryCounters(transport::Deadline deadline, wire::CoordinatorCounters* counters,
+                       int32_t set_id = 0);
 
-  // Queues one tensor announcement for the next Announce frame.
-  void Announce(int32_t set_id, wire::TensorSpec spec);
+  // Queues one tensor announcement for the next Announce frame. False when the set is on its
+  // members' fast path instead: the tensor waits in its book, and the caller wakes the set's lane.
+  bool Announce(int32_t set_id, wire::TensorSpec spec);
+
+  // The members' fast path (docs/steady-state.md). The book of each set on it lives here, under
+  // the lock that also guards the cache and the queue. Any thread.
+  FastPathInput FastPathInputOf(int32_t set_id);
+  // A round agreed on `slots`: their tensors leave the book (with how each ran last).
+  struct Agreed {
+    wire::TensorSpec spec;
+    AnnounceCache::Template how;
+  };
+  std::vector<Agreed> FastPathTake(int32_t set_id, const std::vector<uint32_t>& slots);
+  // The members left the set's fast path after `rounds` rounds: the exit and whatever is still
+  // in the book go to tuttid.
+  void FastPathLeave(int32_t set_id, uint64_t rounds);
+  // The set's round failed: off the fast path without telling tuttid. The tensors still waiting.
+  std::vector<wire::TensorSpec> FastPathAbandon(int32_t set_id);
+  // This rank needs tuttid for the set (a join, a removal). True if it was on the fast path:
+  // then the caller wakes the set's lane, which leaves at its next round, and waits with
+  // AwaitOffFastPath.
+  bool FastPathWantSlow(int32_t set_id);
+  Status AwaitOffFastPath(int32_t set_id, transport::Deadline deadline);
+  // A request the grant found pending here: tuttid drops its announcement, so it waits in the
+  // book (unless it is there already).
+  void FastPathReclaim(int32_t set_id, wire::TensorSpec spec);
   // A tensor was refused; or a set is gone: their cache state goes.
   void ForgetTensor(int32_t set_id, const std::string& name);
   void ForgetSet(int32_t set_id);
@@ -131,6 +159,8 @@ class CoordinatorLink {
   std::mutex mu_;  // guards everything below
   std::vector<std::string> outbox_;                           // encoded frames
   AnnounceCache announced_;
+  FastPathBook fast_;
+  std::condition_variable fast_cv_;  // notified when a set leaves its fast path
   transport::Clock::time_point first_queued_;  // when the oldest queued announcement came
   std::optional<std::promise<Answer>> registration_;
   std::map<uint64_t, std::promise<Answer>> calls_;  // answered by SetReply or counters

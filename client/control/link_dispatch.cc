@@ -42,7 +42,14 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
       Status status;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        status = announced_.Apply(frame.mutable_execute());
+        wire::Execute& execute = *frame.mutable_execute();
+        status = announced_.Apply(&execute);
+        // The grant: from here on the set's submissions wait in its book, and what is still
+        // queued for it would only be dropped by tuttid (the runtime reclaims those requests).
+        if (status.ok() && execute.fast_path() != 0) {
+          fast_.Enter(execute.set_id(), execute.fast_path(), execute.fast_path_slots());
+          announced_.DropQueued(execute.set_id());
+        }
       }
       if (!status.ok()) return Die(status);
       listener_->OnExecute(*frame.mutable_execute());
@@ -91,6 +98,7 @@ void CoordinatorLink::Die(const Status& status) {
     dead_ = status;
     calls.swap(calls_);
   }
+  fast_cv_.notify_all();
   // Callers waiting on a set change, or on the rendezvous, learn it now rather than at their
   // deadline.
   for (auto& [id, promise] : calls) promise.set_value(Answer{status, {}});

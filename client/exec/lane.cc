@@ -1,7 +1,11 @@
 #include "client/exec/lane.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +24,8 @@ std::string ToUpper(std::string text) {
 Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
            std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
            Counters* counters, Timeline* timeline, CommIdRelay relay,
-           std::function<void(int32_t)> report_closed)
+           std::function<void(int32_t)> report_closed, FastPathPort* fast_path,
+           std::chrono::milliseconds fast_path_patience)
     : set_id_(set_id),
       members_(MemberList(std::move(members))),
       self_(self),
@@ -29,7 +34,10 @@ Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
       counters_(counters),
       timeline_(timeline),
       relay_(std::move(relay)),
-      report_closed_(std::move(report_closed)) {
+      report_closed_(std::move(report_closed)),
+      port_(fast_path),
+      patience_(fast_path_patience),
+      wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -39,27 +47,75 @@ Lane::~Lane() {
     stopping_ = true;
   }
   work_cv_.notify_all();
+  Wake();
   thread_.join();
+  if (wake_fd_ >= 0) close(wake_fd_);
 }
 
 void Lane::Push(std::vector<FusedPart> parts) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(parts));
+    queue_.push_back(Item{std::move(parts)});
   }
   work_cv_.notify_one();
 }
 
+void Lane::EnterFastPath(uint64_t generation, uint32_t slots) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(Item{{}, generation, slots});
+  }
+  work_cv_.notify_one();
+}
+
+void Lane::Wake() {
+  const uint64_t one = 1;
+  if (wake_fd_ >= 0) [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
+}
+
+void Lane::EndFastPath() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    end_fast_path_ = true;
+  }
+  work_cv_.notify_one();
+  Wake();
+}
+
+void Lane::DrainWake() {
+  uint64_t count;
+  [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof(count));
+}
+
 void Lane::Run() {
   while (true) {
-    Work work;
+    std::optional<Item> item;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and every released collective ran
-      work = std::move(queue_.front());
-      queue_.pop_front();
+      if (end_fast_path_) fast_.on = false;
+      // On the fast path the lane waits in FastPathStep, for its peers as well as for work.
+      if (!fast_.on) work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (!queue_.empty()) {
+        item = std::move(queue_.front());
+        queue_.pop_front();
+      } else if (stopping_) {
+        return;  // every released collective ran
+      }
     }
+    if (!item) {
+      if (fast_.on) FastPathStep();
+      continue;
+    }
+    if (item->fast_path != 0) {
+      StartFastPath(item->fast_path, item->slots);
+      continue;
+    }
+    RunWork(item->work);
+  }
+}
+
+void Lane::RunWork(Work& work) {
+  {
     for (const auto& part : work) {
       timeline_->End(set_id_, part.request->name(), "QUEUE");
       timeline_->Begin(set_id_, part.request->name(), "EXECUTE");

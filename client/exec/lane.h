@@ -3,6 +3,11 @@
 // (one tensor, or several fused) in stream order; the lane runs them one after the other and
 // completes them. The lane owns its set's host fusion buffer and, for device tensors, its streams,
 // device buffers and NCCL communicators (DeviceLaneState; docs/gpu.md).
+//
+// Fast path (lane_fast_path.cc, docs/steady-state.md): once an Execute puts the set on its
+// members' fast path, the lane itself runs the set's stream: it waits for this rank's
+// submissions or a peer's round, runs rounds with its peers, and runs what they agree on, until a
+// round says to leave; then the stream comes from tuttid again.
 #pragma once
 
 #include <condition_variable>
@@ -14,6 +19,7 @@
 
 #include "client/counters.h"
 #include "client/exec/device_collectives.h"
+#include "client/exec/fast_path_port.h"
 #include "client/exec/fused_collectives.h"
 #include "client/exec/request.h"
 #include "common/timeline.h"
@@ -35,7 +41,8 @@ class Lane {
   Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
        std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
        Counters* counters, Timeline* timeline, CommIdRelay relay,
-       std::function<void(int32_t peer)> report_closed = nullptr);
+       std::function<void(int32_t peer)> report_closed = nullptr, FastPathPort* fast_path = nullptr,
+       std::chrono::milliseconds fast_path_patience = std::chrono::milliseconds(1000));
   // Runs what is still queued, then joins the thread. Every member released the same queue, so
   // draining it keeps the members in step when a set is removed; at finalize the device is shut
   // down first and each queued collective fails at once with kShutDown.
@@ -44,6 +51,14 @@ class Lane {
   // One collective: a single tensor, or two or more fused. `member_rows` of each: the
   // coordinator's per-member rows for allgather and alltoall.
   void Push(std::vector<FusedPart> parts);
+  // After what was pushed so far, the set is on its members' fast path as `generation`, with
+  // round bitmaps of `slots` bits. I/O thread.
+  void EnterFastPath(uint64_t generation, uint32_t slots);
+  // Something for the fast path changed (a submission, a request to leave). Any thread.
+  void Wake();
+  // The set re-formed around a rank that left in order: this lane's incarnation runs no more
+  // rounds. Any thread.
+  void EndFastPath();
 
   const MemberList& members() const { return members_; }
 
@@ -51,6 +66,7 @@ class Lane {
   void Abort(const Status& status) {
     Interrupt(status);
     context_->Abort(status);
+    Wake();
   }
   // Stops device work only (host collectives stop through the transport device): a wait on the
   // GPU or on a communicator returns `status`. Any thread.
@@ -71,8 +87,20 @@ class Lane {
 
  private:
   using Work = std::vector<FusedPart>;
+  struct Item {
+    Work work;
+    uint64_t fast_path = 0;  // non-zero: a mark that enters this fast-path generation
+    uint32_t slots = 0;
+  };
 
   void Run();
+  // Runs one collective and completes its requests (also what a fast-path round agreed on).
+  void RunWork(Work& work);
+  // The fast path (lane_fast_path.cc): waits for a reason to run a round, then runs at most one.
+  void StartFastPath(uint64_t generation, uint32_t slots);
+  void FastPathStep();
+  void FastPathFailed(const Status& status);
+  void DrainWake();
   Status Execute(Work& work);
   Status ExecuteOnDevice(const RingArgs& ring, Work& work);
 
@@ -90,11 +118,22 @@ class Lane {
   const std::function<void(int32_t)> report_closed_;
   bool reported_closed_ = false;  // lane thread only
   DeviceLaneState device_state_;  // lane thread only; destroyed with the lane, after the thread
+  FastPathPort* const port_;
+  const std::chrono::milliseconds patience_;  // a tensor waits this long on the fast path at most
+  struct FastPath {
+    bool on = false;
+    bool connected = false;  // the ring's connections were made at the first generation
+    uint64_t generation = 0;
+    uint64_t rounds = 0;
+    uint64_t changes_seen = 0;
+  } fast_;  // lane thread only
+  int wake_fd_ = -1;  // eventfd: submissions, requests to leave, stop
 
   std::mutex mu_;
   std::condition_variable work_cv_;
-  std::deque<Work> queue_;
+  std::deque<Item> queue_;
   bool stopping_ = false;
+  bool end_fast_path_ = false;
   Status broken_;
   Status interrupted_;  // why device waits stop (Abort, Interrupt)
   std::thread thread_;

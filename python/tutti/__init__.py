@@ -25,7 +25,7 @@ from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, Device
                      TuttiError,
                      UnknownSetError, UnsupportedError, VersionMismatchError)
 
-__version__ = "0.7.0"
+__version__ = "0.8.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)
@@ -277,7 +277,12 @@ def join(process_set=WORLD, timeout_ms=0):
 
 # ---- observability ------------------------------------------------------------------------------
 def counters(): return _rt().counters()
-def coordinator_counters(): return _rt().coordinator_counters()
+def coordinator_counters(process_set=None):
+    """What tuttid did for this job; with `process_set` (an id or ProcessSet), for that set alone
+    (announcements, fast-path grants and exits: docs/steady-state.md)."""
+    if process_set is None:
+        return _rt().coordinator_counters()
+    return _rt().coordinator_set_counters(getattr(process_set, "process_set_id", process_set))
 def peer_stats(peer, process_set=WORLD):
     """This rank's link with global rank `peer` in the set: {"transport": "shm" or "tcp",
     "connected", "bytes_sent", "bytes_received"}."""

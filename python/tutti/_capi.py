@@ -83,7 +83,8 @@ class Counters(ctypes.Structure):
         (name, ctypes.c_uint64)
         for name in ("announce_messages", "announce_bytes", "tensors_announced",
                      "tensors_announced_cached", "execute_messages", "execute_bytes",
-                     "collectives", "tensors_executed", "tensors_fused")
+                     "collectives", "tensors_executed", "tensors_fused", "fast_path_rounds",
+                     "fast_path_tensors")
     ]
 
 
@@ -94,6 +95,15 @@ class CoordinatorCounters(ctypes.Structure):
                      "tensors_announced_cached", "execute_messages", "collectives_released",
                      "tensors_released", "tensors_fused", "cache_evictions", "stall_warnings",
                      "stalls_failed")
+    ]
+
+
+class CoordinatorSetCounters(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("set_id", ctypes.c_int32)] + [
+        (name, ctypes.c_uint64)
+        for name in ("announcements", "tensors_announced", "tensors_announced_cached",
+                     "fast_path_grants", "fast_path_exits", "announcements_dropped",
+                     "fast_path_rounds")
     ]
 
 
@@ -227,6 +237,10 @@ tutti_await_membership_epoch = _declare_since("0.6", "tutti_await_membership_epo
                                               ctypes.POINTER(ctypes.c_uint64))
 # ABI 0.7 (ranks added to elastic jobs).
 tutti_ranks_waiting = _declare_since("0.7", "tutti_ranks_waiting", _runtime, c_int32_p)
+# ABI 0.8 (the members' fast path).
+tutti_get_coordinator_set_counters = _declare_since(
+    "0.8", "tutti_get_coordinator_set_counters", _runtime, ctypes.c_int32,
+    ctypes.POINTER(CoordinatorSetCounters))
 tutti_get_counters = _declare("tutti_get_counters", _runtime, ctypes.POINTER(Counters))
 tutti_get_coordinator_counters = _declare("tutti_get_coordinator_counters", _runtime,
                                           ctypes.POINTER(CoordinatorCounters))

@@ -508,6 +508,12 @@ class Runtime:
         check(_capi.tutti_get_coordinator_counters(self.handle, ctypes.byref(c)))
         return {name: getattr(c, name) for name, _ in _capi.CoordinatorCounters._fields_[1:]}
 
+    def coordinator_set_counters(self, set_id):
+        c = _capi.CoordinatorSetCounters()
+        c.struct_size = ctypes.sizeof(_capi.CoordinatorSetCounters)
+        check(_capi.tutti_get_coordinator_set_counters(self.handle, set_id, ctypes.byref(c)))
+        return {name: getattr(c, name) for name, _ in _capi.CoordinatorSetCounters._fields_[2:]}
+
     def timeline_start(self, path):
         check(_capi.tutti_timeline_start(self.handle, _name(path)))
 

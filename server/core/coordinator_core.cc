@@ -127,7 +127,8 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
     case wire::Frame::kProbe: job.ProbeAnswered(rank, frame.probe(), out); break;
     case wire::Frame::kAtBoundary: job.AtBoundary(rank, frame.membership_epoch(), now, out); break;
     case wire::Frame::kCountersQuery:
-      out->push_back({peer, frames::Counters(frame.counters_query().request_id(), job.counters())});
+      out->push_back({peer, frames::Counters(frame.counters_query().request_id(),
+                                            job.counters(frame.counters_query().set_id()))});
       break;
     case wire::Frame::kHeartbeat:
       out->push_back({peer, frames::Heartbeat()});

@@ -52,6 +52,7 @@ void Job::OpenSet(int32_t set_id, const std::vector<int32_t>& members) {
           .first->second;
   negotiator.set_job(id_);
   negotiator.set_budget(&budget_);
+  negotiator.set_fast_path_allowed(fast_path_);
   negotiator.set_metrics(policy_.metrics);
   if (policy_.timeline == nullptr) return;
   // One track per (job, set) in tuttid's timeline, numbered in order of creation.
@@ -140,7 +141,30 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, uint64
       continue;
     }
     Negotiator& negotiator = it->second;
+    wire::SetCounters& per_set = set_counters_[set.set_id()];
+    per_set.set_announcements(per_set.announcements() + 1);
+    // The members' fast path (docs/steady-state.md): an exit makes the rank's announcements count
+    // again; while it has not left, what it sent before it heard of the grant is dropped here
+    // (it took those tensors back onto the fast path itself).
+    if (set.fast_path_exit() != 0 && negotiator.OnFastPath(rank)) {
+      per_set.set_fast_path_exits(per_set.fast_path_exits() + 1);
+      per_set.set_fast_path_rounds(per_set.fast_path_rounds() + set.fast_path_rounds());
+      const Status status =
+          negotiator.ExitFastPath(rank, set.fast_path_exit(), set.fast_path_rounds());
+      if (!status.ok()) {
+        spdlog::error("job '{}': {}", id_, status.message());
+        std::vector<wire::Response> failed;
+        negotiator.Break(status, &failed);
+        if (!failed.empty()) SendExecute(set.set_id(), negotiator, std::move(failed), out);
+        continue;
+      }
+    }
+    if (negotiator.OnFastPath(rank)) {
+      per_set.set_announcements_dropped(per_set.announcements_dropped() + 1);
+      continue;
+    }
     counters_.set_tensors_announced(counters_.tensors_announced() + set.tensors_size());
+    per_set.set_tensors_announced(per_set.tensors_announced() + set.tensors_size());
     for (const auto& spec : set.tensors()) {
       Status status = negotiator.Announce(rank, spec, &ready, now);
       if (!status.ok()) Refuse(rank, status, set.set_id(), spec.name(), out);
@@ -150,6 +174,7 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, uint64
     bool refused_empty_slot = false;
     wire::ForEachCachedSlot(set, [&](uint32_t slot) {
       counters_.set_tensors_announced_cached(counters_.tensors_announced_cached() + 1);
+      per_set.set_tensors_announced_cached(per_set.tensors_announced_cached() + 1);
       std::string name;  // the tensor's, once the slot names it
       Status status = negotiator.AnnounceCached(rank, slot, &ready, now, &name);
       if (status.ok()) return;

@@ -103,6 +103,8 @@ class Job {
   void FlushReleased(Outbox* out);
   bool has_released() const { return !released_.empty(); }
   const wire::CoordinatorCounters& counters() const { return counters_; }
+  // The job's counters with those of process set `set_id` (zeros if it never had any).
+  wire::CoordinatorCounters counters(int32_t set_id) const;
   void Join(int32_t rank, const wire::Join& msg, Clock::time_point now, Outbox* out);
   // Relays the NCCL unique id the first member of a set generated to the set's other members,
   // unchanged; keeps nothing. Anything else is refused to `rank`.
@@ -314,7 +316,9 @@ class Job {
   int64_t fusion_threshold_ = 0;
   uint32_t cache_capacity_ = 0;
   Clock::duration stall_warning_{}, stall_shutdown_{};
+  bool fast_path_ = false;  // the members' fast path is allowed (docs/steady-state.md)
   wire::CoordinatorCounters counters_;
+  std::map<int32_t, wire::SetCounters> set_counters_;
   std::map<int32_t, std::vector<wire::Response>> released_;  // by set, in release order
   std::vector<std::pair<std::string, Status>> evicted_;
   int32_t registered_ = 0;

@@ -6,7 +6,7 @@
 #include "server/core/job.h"
 
 #include "proto/status_codec.h"
-#include "server/core/fusion.h"
+#include "proto/fusion_plan.h"
 #include "server/core/recent_errors.h"
 #include "server/core/service_metrics.h"
 
@@ -16,6 +16,7 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
                       Outbox* out) {
   wire::Execute execute;
   execute.set_set_id(set_id);
+  bool all_ok = true;
   ResponseCache& cache = negotiator.cache();
   // A tensor whose slot every member already knows travels as the slot alone; a slot assigned
   // now travels with the spec, and later responses may refer to it.
@@ -25,8 +26,9 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
     if (cache.Published(slot)) clear();
     else cache.MarkPublished(slot);
   };
-  for (auto& response : PlanCollectives(std::move(responses), fusion_threshold_)) {
+  for (auto& response : wire::PlanCollectives(std::move(responses), fusion_threshold_)) {
     if (wire::Failed(response)) {
+      all_ok = false;
       const Status status = wire::ToStatus(response.error());
       if (policy_.metrics) policy_.metrics->Error(status.code());
       if (policy_.errors) policy_.errors->Add(id_, -1, status);
@@ -44,12 +46,28 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
   counters_.set_cache_evictions(cache.evictions());
   if (execute.responses_size() == 0 && execute.cache_evicted_size() == 0) return;
   execute.set_seq(negotiator.TakeSeq());
+  // Steady state: the members agree on the next cached tensors among themselves until one of
+  // them needs tuttid again (docs/steady-state.md).
+  if (const uint64_t generation = negotiator.MaybeGrant(execute.seq(), all_ok)) {
+    execute.set_fast_path(generation);
+    execute.set_fast_path_slots(cache.slot_count());
+    wire::SetCounters& per_set = set_counters_[set_id];
+    per_set.set_fast_path_grants(per_set.fast_path_grants() + 1);
+  }
   const wire::Frame frame = frames::Execute(std::move(execute));
   for (int32_t member : negotiator.members())
     if (alive(member)) {
       out->push_back({peer_of_rank_[member], frame});
       counters_.set_execute_messages(counters_.execute_messages() + 1);
     }
+}
+
+wire::CoordinatorCounters Job::counters(int32_t set_id) const {
+  wire::CoordinatorCounters counters = counters_;
+  auto it = set_counters_.find(set_id);
+  if (it != set_counters_.end()) *counters.mutable_set() = it->second;
+  counters.mutable_set()->set_set_id(set_id);
+  return counters;
 }
 
 }  // namespace tutti::server

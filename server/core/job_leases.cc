@@ -61,6 +61,11 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Clock::time_poi
   }
   for (auto& [id, negotiator] : negotiators_) {
     if (!negotiator.contains(rank)) continue;
+    // Members on the set's fast path hold their tensors themselves (docs/steady-state.md):
+    // without a Fault, an orderly leave would fail nothing of theirs.
+    if (!fault && negotiator.fast_path_members() > 0)
+      for (int32_t m : negotiator.members())
+        if (m != rank && alive(m)) out->push_back({peer_of_rank_[m], frames::SetsBroken({id}, status)});
     std::vector<wire::Response> failed;
     negotiator.Break(status, &failed);
     if (!failed.empty()) SendExecute(id, negotiator, std::move(failed), out);

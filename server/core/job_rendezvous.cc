@@ -91,6 +91,10 @@ void Job::Welcome(Clock::time_point now, Outbox* out) {
     capacity = std::min<int64_t>(capacity, registrations_[r]->cache_capacity());
   }
   cache_capacity_ = static_cast<uint32_t>(std::max<int64_t>(capacity, 0));
+  // The members' fast path needs the cache, and any rank may turn it off.
+  fast_path_ = cache_capacity_ > 0;
+  for (int32_t r = 0; r < size_; ++r)
+    if (registrations_[r]->no_fast_path()) fast_path_ = false;
   auto threshold = [](int64_t asked, int64_t fallback) {
     const int64_t ms = asked == 0 ? fallback : asked < 0 ? 0 : asked;
     return std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(ms));
@@ -158,6 +162,7 @@ void Job::FillWelcome(wire::Welcome* welcome) const {
   welcome->set_heartbeat_interval_ms(policy_.heartbeat_interval_ms);
   welcome->set_lease_ms(policy_.lease_ms);
   welcome->set_cache_capacity(static_cast<int32_t>(cache_capacity_));
+  welcome->set_fusion_threshold(fusion_threshold_);
 }
 
 Job::Placement Job::Place(const std::vector<int32_t>& slots) const {

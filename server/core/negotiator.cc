@@ -101,7 +101,7 @@ Status Negotiator::AnnounceCached(int32_t rank, uint32_t slot, std::vector<wire:
                               "holds no tensor of it",
                               rank, slot, set_id_));
   if (name) *name = spec->name();
-  return Record(rank, *spec, ready, now);
+  return Record(rank, *spec, /*cached=*/true, ready, now);
 }
 
 void Negotiator::AcknowledgeEvictions(int32_t rank, uint64_t seen) {
@@ -116,10 +116,10 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
     return Status(Code::kNotAMember,
                   fmt::format("rank {} is not a member of process set {}", rank, set_id_));
   cache_.Observe(static_cast<size_t>(it - members_.begin()), spec);
-  return Record(rank, spec, ready, now);
+  return Record(rank, spec, /*cached=*/false, ready, now);
 }
 
-Status Negotiator::Record(int32_t rank, const wire::TensorSpec& spec,
+Status Negotiator::Record(int32_t rank, const wire::TensorSpec& spec, bool cached,
                           std::vector<wire::Response>* ready, Clock::time_point now) {
   const size_t index = IndexOf(rank);
 
@@ -150,6 +150,7 @@ Status Negotiator::Record(int32_t rank, const wire::TensorSpec& spec,
                   fmt::format("rank {} announced '{}' twice on process set {}", rank, spec.name(),
                               set_id_));
   pending.by_member[index] = spec;
+  if (!cached) pending.all_cached = false;
   ReleaseIfComplete(entry, rank, ready);
   return Status::Ok();
 }
@@ -166,6 +167,8 @@ void Negotiator::ReleaseIfComplete(std::unordered_map<std::string, Pending>::ite
                     {"error", wire::StatusOf(response).message()}});
   const bool everyone = std::all_of(members.begin(), members.end(),
                                     [](const auto& s) { return s.has_value(); });
+  const bool steady = everyone && entry->second.all_cached && !wire::Failed(response);
+  ++(steady ? released_cached_ : released_other_);
   if (!everyone) {
     response.set_partial(true);
   } else if (!wire::Failed(response)) {

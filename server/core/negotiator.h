@@ -106,6 +106,23 @@ class Negotiator {
   // Takes back the join of `rank` (its wait timed out).
   void Unjoin(int32_t rank);
 
+  // The members' fast path (negotiator_fast_path.cc, docs/steady-state.md). While the set is on
+  // it, a member that has not left it announces nothing here: whatever it sent before it heard
+  // of the grant is dropped (it takes it back itself).
+  void set_fast_path_allowed(bool allowed) { fast_path_allowed_ = allowed; }
+  bool OnFastPath(int32_t rank) const;
+  // `rank` left generation `generation` after `rounds` rounds; its announcements count again.
+  // kInternal if the members ran different numbers of rounds (they must all run the same
+  // sequence); an exit of another generation is stale and ignored.
+  Status ExitFastPath(int32_t rank, uint64_t generation, uint64_t rounds);
+  // For the Execute numbered `seq`, whose responses all succeeded if `all_ok`: the generation the
+  // set enters after it (seq + 1), or 0 when it stays with tuttid. It goes on the fast path when
+  // the responses since the last Execute were all announced from the cache by every member,
+  // nothing else waits here, no member joined, and the cache's priorities agree.
+  uint64_t MaybeGrant(uint64_t seq, bool all_ok);
+  uint64_t fast_path_generation() const { return fast_.generation; }
+  size_t fast_path_members() const { return fast_.members_on; }
+
   // Sequence number for the next Execute sent to this set's members.
   uint64_t TakeSeq() { return next_seq_++; }
   // A set re-formed into a fresh negotiator (docs/elastic.md) goes on with its stream's numbers.
@@ -117,12 +134,13 @@ class Negotiator {
     std::list<std::string>::iterator order;  // its place in pending_order_
     Clock::time_point first_announced;
     bool warned = false;
+    bool all_cached = true;  // every member announced it from the response cache
   };
 
   size_t IndexOf(int32_t rank) const;
   // Records a member's announcement (full or expanded from the cache) and releases what completes.
-  Status Record(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready,
-                Clock::time_point now);
+  Status Record(int32_t rank, const wire::TensorSpec& spec, bool cached,
+                std::vector<wire::Response>* ready, Clock::time_point now);
   // Checks that the members agree and builds the response (negotiator_agreement.cc).
   wire::Response Resolve(const std::string& name, const Pending& pending);
   // Sets the device path and group of a response that resolved without error (partial: some
@@ -147,6 +165,15 @@ class Negotiator {
   std::vector<bool> joined_;  // indexed like members_
   size_t joined_count_ = 0;
   ResponseCache cache_;
+  struct FastPath {
+    uint64_t generation = 0;  // the current or last generation; 0: never granted
+    std::vector<bool> on;     // by member: still on it
+    size_t members_on = 0;
+    std::optional<uint64_t> rounds;  // what the first member to leave reported
+  } fast_;
+  bool fast_path_allowed_ = false;
+  // Released since the last Execute: tensors every member announced from the cache, and others.
+  size_t released_cached_ = 0, released_other_ = 0;
   Timeline* timeline_ = nullptr;
   int32_t track_ = 0;
   PendingBudget* budget_ = nullptr;

@@ -61,6 +61,10 @@ uint32_t ResponseCache::Assign(const std::vector<const wire::TensorSpec*>& by_me
       s.parsed[i] = std::make_shared<const wire::TensorSpec>(*by_member[i]);
     }
   }
+  s.priorities_differ = std::any_of(by_member.begin(), by_member.end(), [&](const auto* spec) {
+    return spec->priority() != by_member.front()->priority();
+  });
+  if (s.priorities_differ) ++priorities_differ_;
   s.lru = lru_.insert(lru_.end(), slot);
   by_name_[name] = slot;
   return slot;
@@ -79,6 +83,8 @@ void ResponseCache::Evict(uint32_t slot) {
   if (s.state != State::kLive) return;
   by_name_.erase(s.name);
   lru_.erase(s.lru);
+  if (s.priorities_differ) --priorities_differ_;
+  s.priorities_differ = false;
   s.state = State::kRetiring;
   s.retired_at = ++evictions_;
   retiring_.push_back(slot);

@@ -54,6 +54,11 @@ class ResponseCache {
   void Acknowledge(size_t index, uint64_t seen);
 
   uint64_t evictions() const { return evictions_; }
+  // Slot numbers in use so far (live, retiring or free): 0 .. slot_count()-1.
+  uint32_t slot_count() const { return static_cast<uint32_t>(slots_.size()); }
+  // Whether every live slot's members announced the same priority: the members' fast path
+  // orders by their own priorities, so it needs them equal (docs/steady-state.md).
+  bool priorities_agree() const { return priorities_differ_ == 0; }
 
  private:
   enum class State { kFree, kLive, kRetiring };
@@ -63,6 +68,7 @@ class ResponseCache {
     std::vector<std::shared_ptr<const std::string>> specs;  // serialized, by member
     std::vector<std::shared_ptr<const wire::TensorSpec>> parsed;
     bool published = false;
+    bool priorities_differ = false;
     uint64_t retired_at = 0;  // eviction number
     std::list<uint32_t>::iterator lru;
   };
@@ -79,6 +85,7 @@ class ResponseCache {
   std::vector<uint32_t> evicted_;                      // not yet told to members
   std::vector<uint64_t> seen_;                         // by member
   uint64_t evictions_ = 0;
+  uint32_t priorities_differ_ = 0;  // live slots whose members' priorities differ
 };
 
 }  // namespace tutti::server

@@ -29,6 +29,8 @@ class RawJob {
       frame.mutable_register_()->set_token("secret");
       frame.mutable_register_()->set_host(hosts[r]);
       frame.mutable_register_()->set_cache_capacity(16);
+      // These raw ranks speak the negotiation alone; they run no fast path (docs/steady-state.md).
+      frame.mutable_register_()->set_no_fast_path(true);
       ranks_.back()->Send(Encoded(frame));
     }
     for (auto& rank : ranks_) {

@@ -1,18 +1,18 @@
 // The coordinator's execution plan: priority order, then which released tensors share a collective.
-#include "server/core/fusion.h"
+#include "proto/fusion_plan.h"
 
 #include <gtest/gtest.h>
 
 #include "tutti/tutti.h"
 
-namespace tutti::server {
+namespace tutti::wire {
 namespace {
 
-wire::Response Released(const std::string& name, int64_t elements,
+Response Released(const std::string& name, int64_t elements,
                         int32_t dtype = TUTTI_DTYPE_FLOAT32,
-                        wire::CollectiveKind kind = wire::COLLECTIVE_ALLREDUCE,
+                        wire::CollectiveKind kind = COLLECTIVE_ALLREDUCE,
                         int32_t op = TUTTI_OP_SUM) {
-  wire::Response r;
+  Response r;
   r.mutable_spec()->set_name(name);
   r.mutable_spec()->set_kind(kind);
   r.mutable_spec()->set_dtype(dtype);
@@ -24,7 +24,7 @@ wire::Response Released(const std::string& name, int64_t elements,
 }
 
 // Each planned collective as "head+fused+...".
-std::vector<std::string> Names(const std::vector<wire::Response>& plan) {
+std::vector<std::string> Names(const std::vector<Response>& plan) {
   std::vector<std::string> out;
   for (const auto& r : plan) {
     std::string text = r.spec().name();
@@ -35,7 +35,7 @@ std::vector<std::string> Names(const std::vector<wire::Response>& plan) {
 }
 
 TEST(Fusion, MixedDtypesFuseByKindLookingPastWhatDoesNotMatch) {
-  std::vector<wire::Response> batch = {
+  std::vector<Response> batch = {
       Released("f1", 10), Released("d1", 10, TUTTI_DTYPE_FLOAT64), Released("f2", 10),
       Released("d2", 10, TUTTI_DTYPE_FLOAT64), Released("i1", 10, TUTTI_DTYPE_INT32)};
   EXPECT_EQ(Names(PlanCollectives(batch, 1 << 20)),
@@ -43,8 +43,8 @@ TEST(Fusion, MixedDtypesFuseByKindLookingPastWhatDoesNotMatch) {
 }
 
 TEST(Fusion, OpsAndScaleFactorsMustMatch) {
-  std::vector<wire::Response> batch = {Released("sum", 4), Released("max", 4, TUTTI_DTYPE_FLOAT32,
-                                                                    wire::COLLECTIVE_ALLREDUCE, TUTTI_OP_MAX),
+  std::vector<Response> batch = {Released("sum", 4), Released("max", 4, TUTTI_DTYPE_FLOAT32,
+                                                                    COLLECTIVE_ALLREDUCE, TUTTI_OP_MAX),
                                        Released("scaled", 4), Released("sum2", 4)};
   batch[2].mutable_spec()->set_postscale(0.5);
   EXPECT_EQ(Names(PlanCollectives(batch, 1 << 20)),
@@ -52,25 +52,25 @@ TEST(Fusion, OpsAndScaleFactorsMustMatch) {
 }
 
 TEST(Fusion, OnlyTensorsOnTheSameDevicePathAndGroupFuse) {
-  std::vector<wire::Response> batch = {Released("g0a", 4), Released("g1a", 4), Released("host", 4),
+  std::vector<Response> batch = {Released("g0a", 4), Released("g1a", 4), Released("host", 4),
                                        Released("g0b", 4), Released("staged", 4),
                                        Released("g1b", 4), Released("host2", 4)};
-  for (int i : {0, 1, 3, 5}) batch[i].set_device_path(wire::DEVICE_PATH_NCCL);
+  for (int i : {0, 1, 3, 5}) batch[i].set_device_path(DEVICE_PATH_NCCL);
   batch[1].set_device_group(1);
   batch[5].set_device_group(1);
   // Same group number, but staged: another path (and buffer memory) than NCCL's group 0.
-  batch[4].set_device_path(wire::DEVICE_PATH_STAGED);
+  batch[4].set_device_path(DEVICE_PATH_STAGED);
   const auto plan = PlanCollectives(batch, 1 << 20);
   EXPECT_EQ(Names(plan), (std::vector<std::string>{"g0a+g0b", "g1a+g1b", "host+host2", "staged"}));
   // The fused collective keeps its head's path and group.
-  EXPECT_EQ(plan[1].device_path(), wire::DEVICE_PATH_NCCL);
+  EXPECT_EQ(plan[1].device_path(), DEVICE_PATH_NCCL);
   EXPECT_EQ(plan[1].device_group(), 1);
 }
 
 TEST(Fusion, DeviceIndicesInTheSpecDoNotSplitAGroup) {
   // Members number their GPUs differently; the spec carries the first member's index only.
-  std::vector<wire::Response> batch = {Released("a", 4), Released("b", 4)};
-  for (auto& r : batch) r.set_device_path(wire::DEVICE_PATH_NCCL);
+  std::vector<Response> batch = {Released("a", 4), Released("b", 4)};
+  for (auto& r : batch) r.set_device_path(DEVICE_PATH_NCCL);
   batch[0].mutable_spec()->set_device_type(1);
   batch[0].mutable_spec()->set_device_index(0);
   batch[1].mutable_spec()->set_device_type(1);
@@ -80,27 +80,27 @@ TEST(Fusion, DeviceIndicesInTheSpecDoNotSplitAGroup) {
 
 TEST(Fusion, ThresholdLooksAheadForTensorsThatStillFit) {
   // 400-byte threshold: a (160 B) + b (200 B) fit; c (80 B) no longer does; d (40 B) does.
-  std::vector<wire::Response> batch = {Released("a", 40), Released("b", 50), Released("c", 20),
+  std::vector<Response> batch = {Released("a", 40), Released("b", 50), Released("c", 20),
                                        Released("d", 10), Released("big", 100)};
   EXPECT_EQ(Names(PlanCollectives(batch, 400)), (std::vector<std::string>{"a+b+d", "c", "big"}));
 }
 
 TEST(Fusion, TensorsAtOrAboveTheThresholdRunAlone) {
-  std::vector<wire::Response> batch = {Released("huge", 1000), Released("a", 1), Released("b", 1)};
+  std::vector<Response> batch = {Released("huge", 1000), Released("a", 1), Released("b", 1)};
   EXPECT_EQ(Names(PlanCollectives(batch, 4000)), (std::vector<std::string>{"huge", "a+b"}));
 }
 
 TEST(Fusion, ZeroThresholdDisablesFusion) {
-  std::vector<wire::Response> batch = {Released("a", 1), Released("b", 1)};
+  std::vector<Response> batch = {Released("a", 1), Released("b", 1)};
   EXPECT_EQ(Names(PlanCollectives(batch, 0)), (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(Fusion, NeverFusedKindsErrorsAndPartialResponses) {
-  std::vector<wire::Response> batch = {
-      Released("b1", 4, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_BROADCAST),
-      Released("b2", 4, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_BROADCAST),
-      Released("t1", 4, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_ALLTOALL),
-      Released("t2", 4, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_ALLTOALL),
+  std::vector<Response> batch = {
+      Released("b1", 4, TUTTI_DTYPE_FLOAT32, COLLECTIVE_BROADCAST),
+      Released("b2", 4, TUTTI_DTYPE_FLOAT32, COLLECTIVE_BROADCAST),
+      Released("t1", 4, TUTTI_DTYPE_FLOAT32, COLLECTIVE_ALLTOALL),
+      Released("t2", 4, TUTTI_DTYPE_FLOAT32, COLLECTIVE_ALLTOALL),
       Released("failed", 4), Released("joined", 4), Released("ok1", 4), Released("ok2", 4)};
   batch[4].mutable_error()->set_code(TUTTI_ERR_MISMATCH);
   batch[5].set_partial(true);
@@ -109,11 +109,11 @@ TEST(Fusion, NeverFusedKindsErrorsAndPartialResponses) {
 }
 
 TEST(Fusion, AllgatherAndReducescatterFuseWithTheirOwnKind) {
-  std::vector<wire::Response> batch = {
-      Released("g1", 2, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_ALLGATHER),
-      Released("s1", 2, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_REDUCESCATTER),
-      Released("g2", 2, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_ALLGATHER),
-      Released("s2", 2, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_REDUCESCATTER)};
+  std::vector<Response> batch = {
+      Released("g1", 2, TUTTI_DTYPE_FLOAT32, COLLECTIVE_ALLGATHER),
+      Released("s1", 2, TUTTI_DTYPE_FLOAT32, COLLECTIVE_REDUCESCATTER),
+      Released("g2", 2, TUTTI_DTYPE_FLOAT32, COLLECTIVE_ALLGATHER),
+      Released("s2", 2, TUTTI_DTYPE_FLOAT32, COLLECTIVE_REDUCESCATTER)};
   batch[0].add_member_rows(1);
   batch[0].add_member_rows(3);
   batch[2].add_member_rows(2);
@@ -126,7 +126,7 @@ TEST(Fusion, AllgatherAndReducescatterFuseWithTheirOwnKind) {
 }
 
 TEST(Fusion, AllgatherSizeCountsEveryMembersRows) {
-  wire::Response g = Released("g", 3, TUTTI_DTYPE_FLOAT32, wire::COLLECTIVE_ALLGATHER);
+  Response g = Released("g", 3, TUTTI_DTYPE_FLOAT32, COLLECTIVE_ALLGATHER);
   g.mutable_spec()->add_shape(5);  // rows of 5 floats
   g.add_member_rows(1);
   g.add_member_rows(4);
@@ -136,11 +136,11 @@ TEST(Fusion, AllgatherSizeCountsEveryMembersRows) {
 // Each member's tensor is bounded, but an allgather's rows add up over members: the size
 // saturates instead of overflowing, and such a tensor is never fused.
 TEST(Fusion, AllgatherSizeTooLargeToCountSaturatesAndRunsAlone) {
-  wire::Response g = Released("g", 3, TUTTI_DTYPE_FLOAT64, wire::COLLECTIVE_ALLGATHER);
+  Response g = Released("g", 3, TUTTI_DTYPE_FLOAT64, COLLECTIVE_ALLGATHER);
   g.mutable_spec()->add_shape(int64_t{1} << 20);
   for (int m = 0; m < 64; ++m) g.add_member_rows(int64_t{1} << 36);
   EXPECT_EQ(FusionBytes(g.spec(), g.member_rows()), INT64_MAX);
-  wire::Response small = Released("s", 4, TUTTI_DTYPE_FLOAT64, wire::COLLECTIVE_ALLGATHER);
+  Response small = Released("s", 4, TUTTI_DTYPE_FLOAT64, COLLECTIVE_ALLGATHER);
   small.add_member_rows(1);
   const auto planned = PlanCollectives({g, small}, INT64_MAX);
   ASSERT_EQ(planned.size(), 2u);
@@ -148,7 +148,7 @@ TEST(Fusion, AllgatherSizeTooLargeToCountSaturatesAndRunsAlone) {
 }
 
 TEST(Priorities, HigherFirstTiesKeepReleaseOrder) {
-  std::vector<wire::Response> batch;
+  std::vector<Response> batch;
   const int priorities[] = {3, 0, 7, 1, 7};
   for (int i = 0; i < 5; ++i) {
     batch.push_back(Released("p" + std::to_string(i), 4, i % 2 ? TUTTI_DTYPE_INT32 : TUTTI_DTYPE_FLOAT64));
@@ -162,4 +162,4 @@ TEST(Priorities, HigherFirstTiesKeepReleaseOrder) {
 }
 
 }  // namespace
-}  // namespace tutti::server
+}  // namespace tutti::wire

@@ -72,7 +72,7 @@ TEST(MessageCodec, RefusesOtherProtocolVersions) {
   frame.set_magic(wire::kMagic);
   frame.set_version(wire::kProtocolVersion + 1);
   ExpectError(Decode(frame, /*stamp=*/false), Code::kVersionMismatch,
-              "version mismatch: client 5, coordinator 4");
+              "version mismatch: client 6, coordinator 5");
 }
 
 TEST(MessageCodec, ChecksRegistrationRanges) {

@@ -145,6 +145,11 @@ bool ShmChannel::PrepareWait(bool send, bool recv, size_t need, std::vector<poll
   return true;
 }
 
+bool ShmChannel::ReadableNow() {
+  return peer_gone_ ||
+         in().head.load(std::memory_order_acquire) > in().tail.load(std::memory_order_relaxed) + recv_skip_;
+}
+
 void ShmChannel::FinishWait(const pollfd* fds) {
   if (waiting_send_) out().sender_sleeping.store(0, std::memory_order_relaxed);
   if (waiting_recv_) in().receiver_sleeping.store(0, std::memory_order_relaxed);

@@ -45,6 +45,7 @@ class ShmChannel : public Channel {
   size_t WriteWindow(char** window, size_t* total) override;
   void Produce(size_t n) override;
   bool peer_gone() const override { return peer_gone_; }
+  bool ReadableNow() override;
 
  private:
   explicit ShmChannel(int side) : side_(side) {}

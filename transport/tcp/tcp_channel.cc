@@ -1,5 +1,6 @@
 #include "transport/tcp/tcp_channel.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -31,6 +32,11 @@ Status TcpChannel::TryRecv(char* data, size_t len, size_t* moved) {
     return Status(Code::kPeerLost, std::string("recv: ") + std::strerror(errno));
   }
   return Status::Ok();
+}
+
+bool TcpChannel::ReadableNow() {
+  pollfd fd{fd_.get(), POLLIN, 0};
+  return poll(&fd, 1, 0) > 0;  // POLLIN, or POLLHUP/POLLERR once the peer is gone
 }
 
 bool TcpChannel::PrepareWait(bool send, bool recv, size_t /*need*/, std::vector<pollfd>* fds) {

@@ -15,6 +15,7 @@ class TcpChannel : public Channel {
   Status TryRecv(char* data, size_t len, size_t* moved) override;
   bool PrepareWait(bool send, bool recv, size_t need, std::vector<pollfd>* fds) override;
   void FinishWait(const pollfd*) override {}
+  bool ReadableNow() override;
 
  private:
   UniqueFd fd_;

@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 7
+#define TUTTI_VERSION_MINOR 8
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -434,9 +434,12 @@ typedef struct tutti_counters {
   uint64_t collectives;              /* collectives run on the data plane (a fused one counts once) */
   uint64_t tensors_executed;         /* tensors those collectives completed */
   uint64_t tensors_fused;            /* of which in a collective of two tensors or more */
+  /* Since 0.8: the members' fast path (docs/steady-state.md). */
+  uint64_t fast_path_rounds;         /* rounds this rank ran with its sets' other members */
+  uint64_t fast_path_tensors;        /* tensors those rounds agreed on, without tuttid */
 } tutti_counters_t;
 
-#define TUTTI_COUNTERS_INIT {sizeof(tutti_counters_t), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define TUTTI_COUNTERS_INIT {sizeof(tutti_counters_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 TUTTI_API tutti_status_t tutti_get_counters(tutti_runtime_t runtime, tutti_counters_t* counters);
 
@@ -486,6 +489,26 @@ typedef struct tutti_coordinator_counters {
 
 TUTTI_API tutti_status_t tutti_get_coordinator_counters(tutti_runtime_t runtime,
                                                         tutti_coordinator_counters_t* counters);
+
+/* What tuttid did for one process set of this rank's job (asks tuttid: a round trip). Zeros for
+ * a set tuttid never negotiated. Since 0.8. */
+typedef struct tutti_coordinator_set_counters {
+  size_t struct_size;
+  int32_t set_id;
+  uint64_t announcements;            /* announcements of the set received (one per rank and frame) */
+  uint64_t tensors_announced;        /* in full */
+  uint64_t tensors_announced_cached; /* as cache bits */
+  uint64_t fast_path_grants;         /* times tuttid put the set on its members' fast path */
+  uint64_t fast_path_exits;          /* members' exits from it */
+  uint64_t announcements_dropped;    /* announcements a member sent before it heard of a grant */
+  uint64_t fast_path_rounds;         /* the members' rounds, summed over their exits */
+} tutti_coordinator_set_counters_t;
+
+#define TUTTI_COORDINATOR_SET_COUNTERS_INIT \
+  {sizeof(tutti_coordinator_set_counters_t), 0, 0, 0, 0, 0, 0, 0, 0}
+
+TUTTI_API tutti_status_t tutti_get_coordinator_set_counters(
+    tutti_runtime_t runtime, int32_t set_id, tutti_coordinator_set_counters_t* counters);
 
 /* Starts writing this rank's timeline (Chrome trace JSON, one file per rank; see
  * docs/timeline.md) to `path`, replacing a timeline already being written. */

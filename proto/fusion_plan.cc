@@ -1,4 +1,4 @@
-#include "server/core/fusion.h"
+#include "proto/fusion_plan.h"
 
 #include <algorithm>
 #include <map>
@@ -7,21 +7,21 @@
 #include "common/dtype.h"
 #include "proto/status_codec.h"
 
-namespace tutti::server {
+namespace tutti::wire {
 namespace {
 
-bool Fusible(const wire::Response& r) {
-  if (wire::Failed(r) || r.partial()) return false;
+bool Fusible(const Response& r) {
+  if (Failed(r) || r.partial()) return false;
   const auto kind = r.spec().kind();
-  return kind == wire::COLLECTIVE_ALLREDUCE || kind == wire::COLLECTIVE_ALLGATHER ||
-         kind == wire::COLLECTIVE_REDUCESCATTER;
+  return kind == COLLECTIVE_ALLREDUCE || kind == COLLECTIVE_ALLGATHER ||
+         kind == COLLECTIVE_REDUCESCATTER;
 }
 
 // Tensors that may share one collective have equal keys: the same device path and device group
 // (every member's tensors on the same GPU, or in host memory), not merely the same device index.
 using Key = std::tuple<int, int32_t, int32_t, double, double, int, int32_t>;
-Key KeyOf(const wire::Response& r) {
-  const wire::TensorSpec& s = r.spec();
+Key KeyOf(const Response& r) {
+  const TensorSpec& s = r.spec();
   return {s.kind(), s.dtype(), s.reduce_op(), s.prescale(), s.postscale(), r.device_path(),
           r.device_group()};
 }
@@ -32,7 +32,7 @@ constexpr size_t kMaxLookahead = 4096;
 
 }  // namespace
 
-int64_t FusionBytes(const wire::TensorSpec& spec,
+int64_t FusionBytes(const TensorSpec& spec,
                     const google::protobuf::RepeatedField<int64_t>& member_rows) {
   // Validated shapes keep one member's tensor far below 2^63 bytes, but an allgather's rows add
   // up over members: saturate, so that a tensor too large to count is never fused.
@@ -41,7 +41,7 @@ int64_t FusionBytes(const wire::TensorSpec& spec,
     return __builtin_mul_overflow(a, b, &product) ? INT64_MAX : product;
   };
   int64_t bytes = static_cast<int64_t>(ElementSize(static_cast<DType>(spec.dtype())));
-  if (spec.kind() == wire::COLLECTIVE_ALLGATHER) {
+  if (spec.kind() == COLLECTIVE_ALLGATHER) {
     for (int d = 1; d < spec.shape_size(); ++d) bytes = times(bytes, spec.shape(d));
     int64_t rows = 0;
     for (int64_t r : member_rows)
@@ -52,11 +52,11 @@ int64_t FusionBytes(const wire::TensorSpec& spec,
   return bytes;
 }
 
-std::vector<wire::Response> PlanCollectives(std::vector<wire::Response> released,
+std::vector<Response> PlanCollectives(std::vector<Response> released,
                                             int64_t threshold) {
   // Higher priority first; equal priorities keep release order (and groups their index order).
   std::stable_sort(released.begin(), released.end(),
-                   [](const wire::Response& a, const wire::Response& b) {
+                   [](const Response& a, const Response& b) {
                      return a.spec().priority() > b.spec().priority();
                    });
   if (threshold <= 0 || released.size() < 2) return released;
@@ -71,11 +71,11 @@ std::vector<wire::Response> PlanCollectives(std::vector<wire::Response> released
   }
   std::vector<bool> taken(n, false);
   std::map<Key, size_t> cursor;  // per key: where the untaken candidates start
-  std::vector<wire::Response> planned;
+  std::vector<Response> planned;
   for (size_t i = 0; i < n; ++i) {
     if (taken[i]) continue;
     taken[i] = true;
-    wire::Response head = std::move(released[i]);
+    Response head = std::move(released[i]);
     if (Fusible(head) && bytes[i] < threshold) {
       const Key key = KeyOf(head);
       const std::vector<size_t>& candidates = by_key[key];
@@ -103,4 +103,4 @@ std::vector<wire::Response> PlanCollectives(std::vector<wire::Response> released
   return planned;
 }
 
-}  // namespace tutti::server
+}  // namespace tutti::wire
