@@ -134,7 +134,7 @@ class Runtime : private LinkListener, private FastPathPort {
   void OnExecute(wire::Execute& execute) override;
   void OnTensorRefused(int32_t set_id, const std::string& name, const Status& why) override;
   void OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& status) override;
-  void OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& status) override;
+  void OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& status, bool orderly) override;
   void OnCommId(int32_t set_id, int32_t device_group, const std::string& id) override;
   // Elastic re-formation (runtime_elastic.cc).
   void OnReformed(const wire::Reformed& reformed) override;
@@ -184,13 +184,15 @@ class Runtime : private LinkListener, private FastPathPort {
 
   const pid_t owner_;
 
-  std::mutex mu_;  // guards pending_, lanes_, shut_down_, dead_, lost_, joined_, unacknowledged_
+  std::mutex mu_;  // guards pending_, lanes_, shut_down_, dead_, lost_, left_sets_, joined_,
+                  // unacknowledged_
   PendingTable pending_;
   std::map<int32_t, std::unique_ptr<Lane>> lanes_;
   std::vector<std::unique_ptr<Lane>> retired_lanes_;  // of sets re-formed after an orderly leave
   bool shut_down_ = false;
   Status dead_;                      // coordinator lost or this rank evicted: everything fails
   std::map<int32_t, Status> lost_;  // ranks declared lost, with the status their sets fail with
+  std::map<int32_t, Status> left_sets_;  // sets a member left in order while on the fast path
   std::map<int32_t, int> joined_;   // sets this rank is joining (count of concurrent joins)
   // Sets re-formed since the application last acknowledged a re-formation (AwaitEpoch), with the
   // status their submissions fail with until it does: every member of such a set sees the

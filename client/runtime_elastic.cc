@@ -117,14 +117,26 @@ void Runtime::OnReformed(const wire::Reformed& msg) {
   retired.clear();  // joins the old lanes' threads: their collectives were aborted
 }
 
-void Runtime::OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& status) {
+void Runtime::OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& status,
+                           bool orderly) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int32_t id : set_ids) {
+      // A member that left in order completed what was released: its collectives finish here
+      // too, and the set refuses new work (as tuttid refuses its announcements).
+      if (orderly) {
+        left_sets_.emplace(id, status);
+        continue;
+      }
       auto lane = lanes_.find(id);
       if (lane != lanes_.end()) lane->second->Abort(status);
     }
   }
+  if (orderly)
+    for (int32_t id : set_ids) {
+      link_->FastPathAbandon(id);
+      WakeLane(id);  // it finds the set off the fast path
+    }
   for (int32_t id : set_ids) FailPending(id, status);
 }
 

@@ -129,6 +129,8 @@ Status Runtime::Broken(int32_t set_id, const std::vector<int32_t>& members) {
                    std::to_string(set_id) + "; it cannot submit there until every member joined");
   auto lane = lanes_.find(set_id);
   if (lane != lanes_.end()) TUTTI_RETURN_IF_ERROR(lane->second->broken());
+  auto left = left_sets_.find(set_id);
+  if (left != left_sets_.end()) return left->second;
   for (const auto& [rank, status] : lost_)
     if (std::binary_search(members.begin(), members.end(), rank)) return status;
   return Status::Ok();

@@ -35,7 +35,7 @@ class Channel {
   virtual bool PrepareWait(bool send, bool recv, size_t need, std::vector<pollfd>* fds) = 0;
   // The sleep ended: `fds` are the entries this channel appended, with their revents.
   virtual void FinishWait(const pollfd* fds) = 0;
-  // Bytes can be received now, or the peer closed its end. Does not block.
+  // Bytes can be received now. Does not block; a closed peer shows in peer_gone() afterwards.
   virtual bool ReadableNow() = 0;
 
   // A new message starts in that direction: the bytes of one SendRecv or Relay. Both sides of a

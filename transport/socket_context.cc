@@ -155,6 +155,10 @@ Status SocketContext::AwaitIncoming(int32_t from, int wake_fd, Deadline deadline
   }
   // A channel's eventfd may ring for bytes consumed already: only bytes there now count.
   *incoming = in->ReadableNow();
+  // Closed with nothing left to read: the peer's end of this incarnation of the set is gone.
+  // Not a broken stream (nothing was exchanged), so later calls are not failed by it.
+  if (!*incoming && in->peer_gone())
+    return Status(Code::kPeerLost, "peer lost: rank " + std::to_string(from) + ": connection closed");
   return Status::Ok();
 }
 

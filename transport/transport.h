@@ -59,7 +59,8 @@ class Context {
 
   // Sleeps until bytes from global rank `from` can be read (or its connection closed:
   // `*incoming` true), `wake_fd` becomes readable, or `deadline` (`*incoming` false). The
-  // connection to `from` is made first if there is none. Errors as SendRecv, but never kTimeout.
+  // connection to `from` is made first if there is none. Errors as SendRecv, but never kTimeout;
+  // kPeerLost when the peer closed the connection with nothing left to read.
   // What a lane idle on its set's fast path waits in (docs/steady-state.md): a peer starting a
   // round, or work of its own.
   virtual Status AwaitIncoming(int32_t /*from*/, int /*wake_fd*/, Deadline /*deadline*/,

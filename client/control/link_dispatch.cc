@@ -60,7 +60,7 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
       const Status status = wire::ToStatus(fault.error());
       if (fault.broken_sets_size() > 0)
         return listener_->OnSetsBroken({fault.broken_sets().begin(), fault.broken_sets().end()},
-                                       status);
+                                       status, fault.orderly());
       // No rank lost: the job is over for this rank (tuttid is stopping, an elastic job ended).
       if (fault.lost_ranks_size() == 0) return Die(status);
       listener_->OnRanksLost({fault.lost_ranks().begin(), fault.lost_ranks().end()}, status);

@@ -26,7 +26,10 @@ class LinkListener {
   virtual void OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& status) = 0;
   // Sets broken with no rank lost (a member lost its data-plane connection to a rank that still
   // answers tuttid): their pending and later requests fail with `status`.
-  virtual void OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& status) = 0;
+  // `orderly`: a member left in order while the sets were on their fast path: what already runs
+  // finishes, what waits fails.
+  virtual void OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& status,
+                            bool orderly) = 0;
   // An elastic job re-formed into a new membership epoch (docs/elastic.md).
   virtual void OnReformed(const wire::Reformed& reformed) = 0;
   // `count` ranks wait to join the elastic job at its next boundary (0: none any longer).

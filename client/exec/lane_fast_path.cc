@@ -58,6 +58,13 @@ void Lane::FastPathStep() {
       poll(&fd, 1, transport::PollTimeoutMs(deadline));
     }
     DrainWake();
+    if (status.code() == Code::kPeerLost) {
+      // The predecessor's lane of this incarnation closed while nothing was exchanged: its set
+      // ends there (a re-formation, a removal, a finalize), and tuttid's verdict says how. Not
+      // reported: the peer may be alive and well in the set's next incarnation.
+      fast_.on = false;
+      return;
+    }
     if (!status.ok()) return FastPathFailed(status);
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -42,9 +42,10 @@ wire::Frame Fault(const std::vector<int32_t>& lost_ranks, const Status& status) 
   return frame;
 }
 
-wire::Frame SetsBroken(const std::vector<int32_t>& set_ids, const Status& status) {
+wire::Frame SetsBroken(const std::vector<int32_t>& set_ids, const Status& status, bool orderly) {
   wire::Frame frame;
   auto* fault = frame.mutable_fault();
+  fault->set_orderly(orderly);
   fault->mutable_broken_sets()->Add(set_ids.begin(), set_ids.end());
   wire::ToWire(status, fault->mutable_error());
   return frame;

@@ -24,7 +24,8 @@ wire::Frame JoinReply(uint64_t request_id, int32_t set_id, const Status& status,
 wire::Frame Fault(const std::vector<int32_t>& lost_ranks, const Status& status);
 // Process sets broken with no rank lost (a member lost its data-plane connection to a rank that
 // still answers tuttid; or a rank left a set that was on its members' fast path).
-wire::Frame SetsBroken(const std::vector<int32_t>& set_ids, const Status& status);
+wire::Frame SetsBroken(const std::vector<int32_t>& set_ids, const Status& status,
+                       bool orderly = false);
 // Is the rank's I/O thread alive? It echoes the frame.
 wire::Frame Probe(uint64_t nonce);
 wire::Frame Reformed(wire::Reformed reformed);

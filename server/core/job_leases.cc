@@ -65,7 +65,7 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Clock::time_poi
     // without a Fault, an orderly leave would fail nothing of theirs.
     if (!fault && negotiator.fast_path_members() > 0)
       for (int32_t m : negotiator.members())
-        if (m != rank && alive(m)) out->push_back({peer_of_rank_[m], frames::SetsBroken({id}, status)});
+        if (m != rank && alive(m)) out->push_back({peer_of_rank_[m], frames::SetsBroken({id}, status, /*orderly=*/true)});
     std::vector<wire::Response> failed;
     negotiator.Break(status, &failed);
     if (!failed.empty()) SendExecute(id, negotiator, std::move(failed), out);

@@ -40,7 +40,7 @@ class RecordingListener : public LinkListener {
   void OnRanksLost(const std::vector<int32_t>& ranks, const Status&) override {
     Record([&] { lost.insert(lost.end(), ranks.begin(), ranks.end()); });
   }
-  void OnSetsBroken(const std::vector<int32_t>& sets, const Status&) override {
+  void OnSetsBroken(const std::vector<int32_t>& sets, const Status&, bool) override {
     Record([&] { broken_sets.insert(broken_sets.end(), sets.begin(), sets.end()); });
   }
   void OnReformed(const wire::Reformed& message) override {

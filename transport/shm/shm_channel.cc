@@ -146,8 +146,7 @@ bool ShmChannel::PrepareWait(bool send, bool recv, size_t need, std::vector<poll
 }
 
 bool ShmChannel::ReadableNow() {
-  return peer_gone_ ||
-         in().head.load(std::memory_order_acquire) > in().tail.load(std::memory_order_relaxed) + recv_skip_;
+  return in().head.load(std::memory_order_acquire) > in().tail.load(std::memory_order_relaxed) + recv_skip_;
 }
 
 void ShmChannel::FinishWait(const pollfd* fds) {

@@ -36,7 +36,12 @@ Status TcpChannel::TryRecv(char* data, size_t len, size_t* moved) {
 
 bool TcpChannel::ReadableNow() {
   pollfd fd{fd_.get(), POLLIN, 0};
-  return poll(&fd, 1, 0) > 0;  // POLLIN, or POLLHUP/POLLERR once the peer is gone
+  if (poll(&fd, 1, 0) <= 0) return false;
+  char byte;
+  const ssize_t n = recv(fd_.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return true;
+  if (n == 0 || !Retry(errno)) closed_ = true;  // the peer's end is gone
+  return false;
 }
 
 bool TcpChannel::PrepareWait(bool send, bool recv, size_t /*need*/, std::vector<pollfd>* fds) {

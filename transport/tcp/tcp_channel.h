@@ -16,9 +16,11 @@ class TcpChannel : public Channel {
   bool PrepareWait(bool send, bool recv, size_t need, std::vector<pollfd>* fds) override;
   void FinishWait(const pollfd*) override {}
   bool ReadableNow() override;
+  bool peer_gone() const override { return closed_; }
 
  private:
   UniqueFd fd_;
+  bool closed_ = false;  // seen by ReadableNow
 };
 
 }  // namespace tutti::transport
