@@ -52,6 +52,21 @@ inline std::vector<std::unique_ptr<Process>> StartRanks(const Tuttid& tuttid,
   return StartRanks(tuttid, scenario, options, std::move(args));
 }
 
+// A worker's "key=value key=value" line -> map.
+inline std::map<std::string, long long> Fields(const std::string& line) {
+  std::map<std::string, long long> fields;
+  size_t at = 0;
+  while (at < line.size()) {
+    size_t end = line.find(' ', at);
+    if (end == std::string::npos) end = line.size();
+    const std::string item = line.substr(at, end - at);
+    const size_t eq = item.find('=');
+    if (eq != std::string::npos) fields[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+    at = end + 1;
+  }
+  return fields;
+}
+
 // A job id no other test of this run uses.
 std::string UniqueJobId();
 

@@ -17,20 +17,6 @@
 namespace tutti::testing {
 namespace {
 
-// "key=value key=value" -> map.
-std::map<std::string, long long> Fields(const std::string& line) {
-  std::map<std::string, long long> fields;
-  size_t at = 0;
-  while (at < line.size()) {
-    size_t end = line.find(' ', at);
-    if (end == std::string::npos) end = line.size();
-    const std::string item = line.substr(at, end - at);
-    const size_t eq = item.find('=');
-    if (eq != std::string::npos) fields[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
-    at = end + 1;
-  }
-  return fields;
-}
 
 struct MixRun {
   std::vector<std::string> digests;  // by rank: reducescatter leaves each rank its own block

@@ -13,19 +13,6 @@
 namespace tutti::testing {
 namespace {
 
-std::map<std::string, long long> Fields(const std::string& line) {
-  std::map<std::string, long long> fields;
-  size_t at = 0;
-  while (at < line.size()) {
-    size_t end = line.find(' ', at);
-    if (end == std::string::npos) end = line.size();
-    const std::string item = line.substr(at, end - at);
-    const size_t eq = item.find('=');
-    if (eq != std::string::npos) fields[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
-    at = end + 1;
-  }
-  return fields;
-}
 
 // Done when of docs/steady-state.md: 1,000 steps on the world and on a pair set, and tuttid
 // received no announcement for either after step 2.
