@@ -69,5 +69,56 @@ TEST(SteadyState, AJoinEndsTheFastPathAndTheJoinedRankContributesNothing) {
   ExpectAllSucceed(ranks);
 }
 
+bool StartsWith(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Rank 2 of S={0,1,2} is killed while S and D={3,4} run rounds: S's members report `message`
+// (then `status` for a later submission) within the promise of failures.md (10 s), later submissions fail at once, and D keeps completing
+// on its fast path, which it never leaves.
+void KillRankTwoDuringRounds(const std::map<std::string, std::string>& env, const std::string& message,
+                             const std::string& status) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 5;
+  options.env = env;
+  auto ranks = StartRanks(tuttid, "fast_path_kill", options);
+  for (int r = 0; r < 5; ++r)
+    ASSERT_TRUE(ranks[r]->ReadUntil(r < 3 ? "s 100" : "d 100", In(120))) << ranks[r]->transcript();
+  ranks[2]->Signal(SIGKILL);
+  const auto hit = Clock::now();
+  for (int r = 0; r < 2; ++r) {
+    auto failed = ranks[r]->ReadUntil("s failed ", hit + std::chrono::seconds(60));
+    ASSERT_TRUE(failed) << ranks[r]->transcript();
+    EXPECT_LE(Clock::now() - hit, std::chrono::seconds(10)) << *failed;
+    EXPECT_TRUE(StartsWith(*failed, message)) << *failed;
+    auto after = ranks[r]->ReadUntil("after ", In(30));
+    ASSERT_TRUE(after) << ranks[r]->transcript();
+    EXPECT_TRUE(StartsWith(*after, status)) << *after;
+  }
+  // D goes on after S failed.
+  for (int r = 3; r < 5; ++r)
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(ranks[r]->ReadUntil("d ", In(60))) << ranks[r]->transcript();
+  for (int r : {0, 1, 3, 4}) ranks[r]->WriteLine("go");
+  for (int r = 3; r < 5; ++r) {
+    auto counters = ranks[r]->ReadUntil("counters d ", In(60));
+    ASSERT_TRUE(counters) << ranks[r]->transcript();
+    EXPECT_EQ(Fields(*counters).at("exits"), 0) << *counters;
+    EXPECT_GE(Fields(*counters).at("grants"), 1) << *counters;
+  }
+  for (int r : {0, 1, 3, 4}) EXPECT_EQ(ranks[r]->Wait(In(60)), 0) << ranks[r]->transcript();
+}
+
+TEST(SteadyState, ARankKilledDuringRoundsFailsItsSetOnlyWithinThePromise) {
+  KillRankTwoDuringRounds({}, "peer lost: rank 2", "-6 peer lost: rank 2");
+}
+
+// Elastic: S re-forms without rank 2 (its requests fail with TUTTI_ERR_REFORMED), while D, which
+// the new membership epoch leaves untouched, keeps its fast path through the change.
+TEST(SteadyState, AnUnaffectedSetKeepsItsFastPathThroughAnEpochChange) {
+  KillRankTwoDuringRounds({{"TUTTI_ELASTIC", "1"}, {"TUTTI_MIN_SIZE", "1"}},
+                          "re-formed: peer lost: rank 2", "-20 re-formed: peer lost: rank 2");
+}
+
 }  // namespace
 }  // namespace tutti::testing

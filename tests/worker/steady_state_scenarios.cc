@@ -5,7 +5,10 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <random>
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "worker/scenario_registry.h"
@@ -220,7 +223,49 @@ int JoinAfterSteadySteps() {
   return 0;
 }
 
+std::atomic<bool> go{false};
+
+// World of 5: S={0,1,2} and D={3,4} each loop one cached 1 KiB allreduce ("s <i>", "d <i>"), so
+// both run on their fast path. A failure prints "<label> failed <status> <message>", then
+// "after <status> <message>" for one more submission. At "go" everyone stops; D's members print
+// "counters d exits=<n> grants=<n>" from tuttid's counters of D.
+int KillDuringRounds() {
+  std::thread([] {
+    AwaitGo();
+    go = true;
+  }).detach();
+  const int32_t s_ranks[] = {0, 1, 2}, d_ranks[] = {3, 4};
+  int32_t s_set, d_set;
+  Check("add S", tutti_process_set_add(rt, s_ranks, 3, 0, &s_set));
+  Check("add D", tutti_process_set_add(rt, d_ranks, 2, 0, &d_set));
+  const bool in_d = my_rank >= 3;
+  const int32_t set = in_d ? d_set : s_set;
+  const char* label = in_d ? "d" : "s";
+  Tensor t(TUTTI_DTYPE_FLOAT32, 256, 4);
+  for (int i = 0; !go; ++i) {
+    if (Allreduce(label, set, t) != TUTTI_OK) {
+      Say("%s failed %s", label, last_failure.c_str());
+      tutti_request_t request = nullptr;
+      const tutti_status_t status = tutti_allreduce(rt, label, set, &t.desc, &t.desc, nullptr, &request);
+      Say("after %d %s", status, tutti_last_error());
+      if (request) {
+        tutti_request_wait(request, 1000);
+        tutti_request_free(request);
+      }
+      break;
+    }
+    Say("%s %d", label, i);
+  }
+  while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (in_d) {
+    const auto c = SetCounters(d_set);
+    Say("counters d exits=%" PRIu64 " grants=%" PRIu64, c.fast_path_exits, c.fast_path_grants);
+  }
+  return 0;
+}
+
 const ScenarioRegistrar registered = {
+    {"fast_path_kill", KillDuringRounds},
     {"steady_state",
      [](const ScenarioArgs& args) { return SteadyState(args.empty() ? 1000 : std::atoi(args[0].c_str())); }},
     {"fast_path_schedule",
