@@ -66,11 +66,13 @@ void Lane::FastPathStep() {
       return;
     }
     if (!status.ok()) return FastPathFailed(status);
+    Status interrupted;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_ || end_fast_path_) return;
-      if (!interrupted_.ok()) return FastPathFailed(interrupted_);
+      interrupted = interrupted_;
     }
+    if (!interrupted.ok()) return FastPathFailed(interrupted);  // it takes mu_ itself
     if (!incoming) return;  // look again at what this rank has
     input = port_->Input(set_id_);
     if (input.generation != fast_.generation) {
