@@ -146,9 +146,10 @@ class Runtime : private LinkListener, private FastPathPort {
   void OnLinkDead(const Status& status) override;
   // The members' fast path, for the lanes (runtime_fast_path.cc, docs/steady-state.md).
   FastPathInput Input(int32_t set_id) override;
-  std::vector<std::vector<FusedPart>> Take(int32_t set_id, const std::vector<uint32_t>& slots) override;
-  void Leave(int32_t set_id, uint64_t rounds) override;
-  void Abandon(int32_t set_id, const Status& why) override;
+  std::vector<std::vector<FusedPart>> Take(int32_t set_id, uint64_t generation,
+                                           const std::vector<uint32_t>& slots) override;
+  void Leave(int32_t set_id, uint64_t generation, uint64_t rounds) override;
+  void Abandon(int32_t set_id, uint64_t generation, const Status& why) override;
   // Wakes the set's lane: its fast path has something new. Caller does not hold mu_.
   void WakeLane(int32_t set_id);
   // Before a join or a removal, which tuttid handles: this rank's members leave the set's fast

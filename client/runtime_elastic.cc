@@ -134,7 +134,7 @@ void Runtime::OnSetsBroken(const std::vector<int32_t>& set_ids, const Status& st
   }
   if (orderly)
     for (int32_t id : set_ids) {
-      link_->FastPathAbandon(id);
+      link_->FastPathAbandon(id, 0);
       WakeLane(id);  // it finds the set off the fast path
     }
   for (int32_t id : set_ids) FailPending(id, status);

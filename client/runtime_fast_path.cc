@@ -16,7 +16,7 @@ FastPathInput Runtime::Input(int32_t set_id) {
   return link_ ? link_->FastPathInputOf(set_id) : FastPathInput{};
 }
 
-std::vector<std::vector<FusedPart>> Runtime::Take(int32_t set_id,
+std::vector<std::vector<FusedPart>> Runtime::Take(int32_t set_id, uint64_t generation,
                                                   const std::vector<uint32_t>& slots) {
   // Planned exactly as tuttid plans a release (proto/fusion_plan.h): from specs the members
   // agreed on when the slots were assigned, so every member gets the same collectives.
@@ -25,7 +25,7 @@ std::vector<std::vector<FusedPart>> Runtime::Take(int32_t set_id,
   std::vector<CoordinatorLink::Agreed> taken;
   {
     std::lock_guard<std::mutex> lock(link_mu_);
-    if (link_) taken = link_->FastPathTake(set_id, slots);
+    if (link_) taken = link_->FastPathTake(set_id, generation, slots);
   }
   for (auto& agreed : taken) {
     wire::Response response;
@@ -68,16 +68,16 @@ std::vector<std::vector<FusedPart>> Runtime::Take(int32_t set_id,
   return works;
 }
 
-void Runtime::Leave(int32_t set_id, uint64_t rounds) {
+void Runtime::Leave(int32_t set_id, uint64_t generation, uint64_t rounds) {
   std::lock_guard<std::mutex> lock(link_mu_);
-  if (link_) link_->FastPathLeave(set_id, rounds);
+  if (link_) link_->FastPathLeave(set_id, generation, rounds);
 }
 
-void Runtime::Abandon(int32_t set_id, const Status& why) {
+void Runtime::Abandon(int32_t set_id, uint64_t generation, const Status& why) {
   std::vector<wire::TensorSpec> waiting;
   {
     std::lock_guard<std::mutex> lock(link_mu_);
-    if (link_) waiting = link_->FastPathAbandon(set_id);
+    if (link_) waiting = link_->FastPathAbandon(set_id, generation);
   }
   // A peer whose connection closed is tuttid's to judge (lost, left, re-formed): its verdict fails
   // these requests with the status every member reports, as for tensors still negotiating.

@@ -288,9 +288,10 @@ FastPathInput CoordinatorLink::FastPathInputOf(int32_t set_id) {
 }
 
 std::vector<CoordinatorLink::Agreed> CoordinatorLink::FastPathTake(
-    int32_t set_id, const std::vector<uint32_t>& slots) {
+    int32_t set_id, uint64_t generation, const std::vector<uint32_t>& slots) {
   std::vector<Agreed> agreed;
   std::lock_guard<std::mutex> lock(mu_);
+  if (fast_.generation(set_id) != generation) return agreed;
   for (auto& submitted : fast_.Take(set_id, slots)) {
     const AnnounceCache::Template* how = announced_.TemplateOf(set_id, *submitted.slot);
     agreed.push_back(Agreed{std::move(submitted.spec), how ? *how : AnnounceCache::Template{}});
@@ -298,11 +299,10 @@ std::vector<CoordinatorLink::Agreed> CoordinatorLink::FastPathTake(
   return agreed;
 }
 
-void CoordinatorLink::FastPathLeave(int32_t set_id, uint64_t rounds) {
+void CoordinatorLink::FastPathLeave(int32_t set_id, uint64_t generation, uint64_t rounds) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const uint64_t generation = fast_.generation(set_id);
-    if (generation == 0) return;
+    if (generation == 0 || fast_.generation(set_id) != generation) return;
     if (announced_.empty()) first_queued_ = transport::Clock::now();
     announced_.MarkExit(set_id, generation, rounds);
     // In submission order, as bits where the cache still holds them: tuttid negotiates them as
@@ -313,10 +313,12 @@ void CoordinatorLink::FastPathLeave(int32_t set_id, uint64_t rounds) {
   Wake();
 }
 
-std::vector<wire::TensorSpec> CoordinatorLink::FastPathAbandon(int32_t set_id) {
+std::vector<wire::TensorSpec> CoordinatorLink::FastPathAbandon(int32_t set_id,
+                                                              uint64_t generation) {
   std::vector<wire::TensorSpec> waiting;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (generation != 0 && fast_.generation(set_id) != generation) return waiting;
     for (auto& submitted : fast_.Leave(set_id)) waiting.push_back(std::move(submitted.spec));
   }
   fast_cv_.notify_all();

@@ -83,12 +83,15 @@ class CoordinatorLink {
     wire::TensorSpec spec;
     AnnounceCache::Template how;
   };
-  std::vector<Agreed> FastPathTake(int32_t set_id, const std::vector<uint32_t>& slots);
+  // Every call below names the generation its lane is in, and does nothing to a book of another
+  // (a later incarnation of the set); 0 for Abandon: whichever is open.
+  std::vector<Agreed> FastPathTake(int32_t set_id, uint64_t generation,
+                                   const std::vector<uint32_t>& slots);
   // The members left the set's fast path after `rounds` rounds: the exit and whatever is still
   // in the book go to tuttid.
-  void FastPathLeave(int32_t set_id, uint64_t rounds);
+  void FastPathLeave(int32_t set_id, uint64_t generation, uint64_t rounds);
   // The set's round failed: off the fast path without telling tuttid. The tensors still waiting.
-  std::vector<wire::TensorSpec> FastPathAbandon(int32_t set_id);
+  std::vector<wire::TensorSpec> FastPathAbandon(int32_t set_id, uint64_t generation);
   // This rank needs tuttid for the set (a join, a removal). True if it was on the fast path:
   // then the caller wakes the set's lane, which leaves at its next round, and waits with
   // AwaitOffFastPath.

@@ -20,6 +20,7 @@ void Lane::StartFastPath(uint64_t generation, uint32_t slots) {
     std::lock_guard<std::mutex> lock(mu_);
     if (end_fast_path_ || !broken_.ok()) return;
   }
+  fast_.generation = generation;  // what a failure below abandons
   // The first generation makes the ring's connections (every member's lane reaches this mark at
   // the same point of the stream), so that an idle lane can wait on its predecessor.
   if (!fast_.connected && members_.size() > 1) {
@@ -31,7 +32,6 @@ void Lane::StartFastPath(uint64_t generation, uint32_t slots) {
     fast_.connected = true;
   }
   fast_.on = true;
-  fast_.generation = generation;
   fast_.rounds = 0;
   fast_.changes_seen = 0;
   (void)slots;  // the book holds it; rounds read it from there
@@ -100,10 +100,10 @@ void Lane::FastPathStep() {
                      {"tensors", outcome.agreed.size()},
                      {"leave", outcome.leave}});
   std::vector<Work> works;
-  if (!outcome.agreed.empty()) works = port_->Take(set_id_, outcome.agreed);
+  if (!outcome.agreed.empty()) works = port_->Take(set_id_, fast_.generation, outcome.agreed);
   if (outcome.leave) {
     // Before running what was agreed: tuttid can negotiate what is left meanwhile.
-    port_->Leave(set_id_, fast_.rounds);
+    port_->Leave(set_id_, fast_.generation, fast_.rounds);
     fast_.on = false;
   }
   for (Work& work : works) RunWork(work);
@@ -125,7 +125,7 @@ void Lane::FastPathFailed(const Status& status) {
                                                          std::to_string(set_id_) + ")");
     cause = broken_;
   }
-  if (port_) port_->Abandon(set_id_, cause);
+  if (port_ && fast_.generation != 0) port_->Abandon(set_id_, fast_.generation, cause);
 }
 
 }  // namespace tutti::client

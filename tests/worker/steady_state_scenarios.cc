@@ -112,11 +112,10 @@ int SteadyState(int steps) {
     if (in_pair && !Step(pair, {0, 1}, step)) return 1;
     if (step == 2) report("early");
   }
+  // No barrier here: an automatically named barrier is a new tensor, which takes the world back
+  // to tuttid. A rank that finalizes first leaves nothing waiting on the others: every step
+  // was agreed on every member before any finished it.
   report("late");
-  tutti_request_t barrier;
-  Check("barrier", tutti_barrier(rt, TUTTI_WORLD, &barrier));
-  Wait("barrier", barrier);
-  tutti_request_free(barrier);
   Say("steady ok");
   return 0;
 }
