@@ -10,7 +10,8 @@
 // I/O thread stops them), and declares the coordinator lost after a lease of silence.
 //
 // Files: coordinator_link.cc (calls, framing, the I/O loop), link_dispatch.cc (what tuttid says,
-// the link's death), link_liveness.cc (heartbeats, the lease, the handshake monitor).
+// the link's death), link_liveness.cc (heartbeats, the lease, the handshake monitor),
+// link_fast_path.cc (the books of sets on their members' fast path).
 #pragma once
 
 #include <sys/types.h>
