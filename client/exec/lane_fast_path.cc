@@ -5,6 +5,7 @@
 // next. Every member's lane does the same rounds in the same order, so the set's collectives
 // stay in step without tuttid.
 #include <poll.h>
+#include <time.h>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,12 @@
 #include "transport/fd_io.h"
 
 namespace tutti::client {
+namespace {
+
+// How long a lane that a peer's round woke waits for a submission of its own before answering.
+constexpr long kLingerNs = 300 * 1000;
+
+}  // namespace
 
 void Lane::StartFastPath(uint64_t generation, uint32_t slots) {
   if (port_ == nullptr) return;
@@ -78,6 +85,22 @@ void Lane::FastPathStep() {
     if (input.generation != fast_.generation) {
       fast_.on = false;
       return;
+    }
+    // A peer began a round and this rank has submitted nothing since its last: in a training step
+    // its submission is usually microseconds away, and answering at once would only agree on
+    // nothing and cost everyone a second round. Wait a moment for it (the peer cannot complete
+    // before this rank submits anyway).
+    if (input.changes == fast_.changes_seen && !input.slow) {
+      pollfd fd{wake_fd_, POLLIN, 0};
+      const timespec linger{0, kLingerNs};
+      if (ppoll(&fd, 1, &linger, nullptr) > 0) {
+        DrainWake();
+        input = port_->Input(set_id_);
+        if (input.generation != fast_.generation) {
+          fast_.on = false;
+          return;
+        }
+      }
     }
   }
 

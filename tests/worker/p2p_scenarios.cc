@@ -86,8 +86,10 @@ int Pipeline() {
 int PointToPointErrors() {
   Tensor t(TUTTI_DTYPE_FLOAT32, 2, 4), big(TUTTI_DTYPE_FLOAT32, 4, 4);
   tutti_request_t request = nullptr;
-  int32_t pair[] = {0, 1}, p;
-  Check("add", tutti_process_set_add(rt, pair, 2, 0, &p));
+  int32_t pair[] = {0, 1}, p = -1;
+  // Rank 2 is no member, and may be descheduled until rank 0 finalized, when adding a set with
+  // rank 0 in it fails: it stays out of the set change.
+  if (my_rank < 2) Check("add", tutti_process_set_add(rt, pair, 2, 0, &p));
   if (my_rank == 0) {
     ReportFailure("non-member", tutti_send(rt, p, &t.desc, 2, 0, &request), &request);
     ReportFailure("self", tutti_recv(rt, TUTTI_WORLD, &t.desc, 0, 0, &request), &request);
