@@ -70,6 +70,30 @@ TEST(SteadyState, AJoinEndsTheFastPathAndTheJoinedRankContributesNothing) {
   ExpectAllSucceed(ranks);
 }
 
+// A cached tensor one member never submits waits on the fast path for its patience (half the
+// stall warning here), then tuttid's stall inspector names the missing rank, as off the fast path.
+TEST(SteadyState, ATensorStalledOnTheFastPathIsFailedByTheStallInspector) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 3;
+  options.env = {{"TUTTI_STALL_WARNING_SECONDS", "1"}, {"TUTTI_STALL_SHUTDOWN_SECONDS", "3"}};
+  auto ranks = StartRanks(tuttid, "fast_path_stall", options);
+  for (int r = 0; r < 2; ++r) {
+    auto status = ranks[r]->ReadUntil("status x ", In(60));
+    ASSERT_TRUE(status) << ranks[r]->transcript();
+    EXPECT_EQ(*status, "-10 stalled: 'x' on process set 0 waited 3 s for ranks [2], which never "
+                       "submitted it");
+  }
+  ranks[2]->WriteLine("go");
+  ExpectAllSucceed(ranks);
+  auto& log = tuttid.process();
+  const auto deadline = In(10);
+  while (log.transcript().find("failing 'x'") == std::string::npos)
+    if (!log.ReadLine(deadline)) break;
+  EXPECT_NE(log.transcript().find("ranks [2] have not submitted 'x' after"), std::string::npos)
+      << log.transcript();
+}
+
 bool StartsWith(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
 }

@@ -263,7 +263,23 @@ int KillDuringRounds() {
   return 0;
 }
 
+// Three steady steps of "x" on the world, so that it is on the fast path; then ranks 0 and 1
+// submit "x" again and rank 2 never does (it waits for "go"). The tensor waits in their books
+// past its patience, goes back to tuttid, and tuttid's stall inspector fails it ("status x ...").
+int StallOnTheFastPath() {
+  Tensor t(TUTTI_DTYPE_FLOAT32, 64, 4);
+  for (int step = 0; step < 3; ++step)
+    if (Allreduce("x", TUTTI_WORLD, t) != TUTTI_OK) return 1;
+  if (my_rank == 2) {
+    AwaitGo();
+    return 0;
+  }
+  Allreduce("x", TUTTI_WORLD, t);
+  return 0;
+}
+
 const ScenarioRegistrar registered = {
+    {"fast_path_stall", StallOnTheFastPath},
     {"fast_path_kill", KillDuringRounds},
     {"steady_state",
      [](const ScenarioArgs& args) { return SteadyState(args.empty() ? 1000 : std::atoi(args[0].c_str())); }},
