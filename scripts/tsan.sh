@@ -42,6 +42,8 @@ cmake --build "$build" -j "$jobs" --target "${programs[@]}"
 #    per pair, and the device's acceptor thread;
 #  - Curve: tuttid and the ranks with CURVE authentication;
 #  - Elastic: a re-formation applied on the I/O thread while lanes and submissions run;
+#  - SteadyState: the members' fast path, where lanes read and take from the link's book while
+#    application threads submit into it and the I/O thread applies grants;
 #  - Tuttirun: tuttirun's coordinator thread next to its rank-supervising main thread;
 #  - GpuSim: device lanes (staging, the NCCL id mailbox fed by the I/O thread, stream waits)
 #    through the simulated GPU module;
@@ -51,7 +53,7 @@ cmake --build "$build" -j "$jobs" --target "${programs[@]}"
 # Left out: large payloads (Ranks/Transports, Collectives.Large64MiBOnTheWorld: a minute each
 # under TSan, moving more bytes through the same interleavings), and what exercises a
 # single-threaded tuttid alone (Jobs, BadFrames, Floods, Tuttid).
-tests='^(CApi|Elastic|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel)\.'
+tests='^(CApi|Elastic|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|SteadyState|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel)\.'
 large='^Collectives\.Large'
 
 # Only tests of those programs: unit_tests has suites of the same names (Fusion, Priorities) whose
