@@ -36,6 +36,10 @@ Status Job::Register(const std::string& peer, const wire::Register& msg, Clock::
     return Status(Code::kMismatch,
                   fmt::format("rank {} joined job '{}' with world size {}, but the job has size {}",
                               msg.rank(), id_, msg.size(), first_size_));
+  // A connection waiting as an early joiner has no slot yet, so the core does not know it as a
+  // member: registering it again (as a rank of the rendezvous, say) would give it two slots.
+  for (const EarlyJoiner& e : early_)
+    if (e.peer == peer) return Status(Code::kInvalidArgument, "this connection already registered");
   if (admits_ranks()) return RegisterAdded(peer, msg, now, slot, out);
   // A rank to add that came before the job's ranks all did (a launcher scaling up early) waits
   // for the welcome, after which it is registered as added (Welcome).
