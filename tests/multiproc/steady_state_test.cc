@@ -147,12 +147,13 @@ TEST(SteadyState, ARankKilledDuringRoundsFailsItsSetOnlyWithinThePromise) {
 }
 
 // Elastic: S re-forms without rank 2 (its waiting requests fail with TUTTI_ERR_REFORMED, one the
-// data plane was running when the rank died with TUTTI_ERR_PEER_LOST), while D, which
+// data plane was running when the rank died with TUTTI_ERR_PEER_LOST, naming rank 2 or a survivor
+// whose lane of S's old incarnation the re-formation closed first), while D, which
 // the new membership epoch leaves untouched, keeps its fast path through the change.
 TEST(SteadyState, AnUnaffectedSetKeepsItsFastPathThroughAnEpochChange) {
   KillRankTwoDuringRounds({{"TUTTI_ELASTIC", "1"}, {"TUTTI_MIN_SIZE", "1"}},
-                          {"re-formed: peer lost: rank 2", "peer lost: rank 2"},
-                          {"-20 re-formed: peer lost: rank 2", "-6 peer lost: rank 2"});
+                          {"re-formed: peer lost: rank 2", "peer lost: rank "},
+                          {"-20 re-formed: peer lost: rank 2", "-6 peer lost: rank "});
 }
 
 }  // namespace
