@@ -155,8 +155,6 @@ class Runtime : private LinkListener, private FastPathPort {
   // Before a join or a removal, which tuttid handles: this rank's members leave the set's fast
   // path (at their next round) if they are on it.
   Status LeaveFastPath(int32_t set_id, int64_t timeout_ms);
-  // The grant found these requests of the set pending: they wait on the fast path now.
-  void ReclaimForFastPath(int32_t set_id);
   // While this rank is joined to `set_id`: a request for its share in a collective the others
   // run (identity values, no rows, or a relay buffer); else null.
   std::shared_ptr<Request> JoinedShare(int32_t set_id, const wire::TensorSpec& spec);

@@ -61,13 +61,13 @@ void Runtime::OnExecute(wire::Execute& execute) {
   }
   if (execute.fast_path() == 0) return;
   // The grant (docs/steady-state.md): after these collectives the set's lane runs its stream with
-  // the other members; requests whose announcements tuttid will drop wait for its rounds.
+  // the other members; the link put the requests whose announcements tuttid drops in the book.
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto lane = lanes_.find(set_id);
     if (lane != lanes_.end()) lane->second->EnterFastPath(execute.fast_path(), execute.fast_path_slots());
   }
-  ReclaimForFastPath(set_id);
+  WakeLane(set_id);  // the requests the link took back may make its first round
 }
 
 void Runtime::OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& status) {

@@ -101,14 +101,4 @@ Status Runtime::LeaveFastPath(int32_t set_id, int64_t timeout_ms) {
                                  transport::Clock::now() + std::chrono::milliseconds(timeout_ms));
 }
 
-void Runtime::ReclaimForFastPath(int32_t set_id) {
-  std::vector<std::shared_ptr<Request>> pending;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending = pending_.Of(set_id);
-  }
-  for (const auto& request : pending) link_->FastPathReclaim(set_id, request->operation().spec);
-  WakeLane(set_id);
-}
-
 }  // namespace tutti::client

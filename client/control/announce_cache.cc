@@ -9,6 +9,7 @@ namespace tutti::client {
 void AnnounceCache::Add(int32_t set_id, wire::TensorSpec spec) {
   SetState& set = sets_[set_id];
   ++queued_;
+  set.outstanding[spec.name()] = {set.next_order++, spec};
   std::string bytes = spec.SerializeAsString();
   auto known = set.by_name.find(spec.name());
   if (known != set.by_name.end()) {
@@ -40,12 +41,21 @@ const AnnounceCache::Template* AnnounceCache::TemplateOf(int32_t set_id, uint32_
   return &it->second.slots[slot]->last;
 }
 
-void AnnounceCache::DropQueued(int32_t set_id) {
+std::vector<wire::TensorSpec> AnnounceCache::TakeOutstanding(int32_t set_id) {
+  std::vector<wire::TensorSpec> taken;
   auto it = sets_.find(set_id);
-  if (it == sets_.end()) return;
-  queued_ -= it->second.full.size() + it->second.bits.size();
-  it->second.full.clear();
-  it->second.bits.clear();
+  if (it == sets_.end()) return taken;
+  SetState& set = it->second;
+  queued_ -= set.full.size() + set.bits.size();
+  set.full.clear();
+  set.bits.clear();
+  std::vector<std::pair<uint64_t, wire::TensorSpec>> ordered;
+  for (auto& [name, entry] : set.outstanding) ordered.push_back(std::move(entry));
+  set.outstanding.clear();
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [order, spec] : ordered) taken.push_back(std::move(spec));
+  return taken;
 }
 
 void AnnounceCache::MarkExit(int32_t set_id, uint64_t generation, uint64_t rounds) {
@@ -121,9 +131,12 @@ Status AnnounceCache::Apply(wire::Execute* execute) {
     };
     TUTTI_RETURN_IF_ERROR(Settle(set, execute->set_id(), response.mutable_spec()->mutable_name(),
                                  response.cache_slot(), full, how(response.member_rows())));
-    for (auto& part : *response.mutable_fused())
+    set.outstanding.erase(response.spec().name());
+    for (auto& part : *response.mutable_fused()) {
       TUTTI_RETURN_IF_ERROR(Settle(set, execute->set_id(), part.mutable_name(), part.cache_slot(),
                                    !part.name().empty(), how(part.member_rows())));
+      set.outstanding.erase(part.name());
+    }
   }
   for (uint32_t slot : execute->cache_evicted()) {
     if (slot < set.slots.size() && set.slots[slot]) {
@@ -137,7 +150,9 @@ Status AnnounceCache::Apply(wire::Execute* execute) {
 
 void AnnounceCache::Forget(int32_t set_id, const std::string& name) {
   auto it = sets_.find(set_id);
-  if (it != sets_.end()) it->second.awaiting.erase(name);
+  if (it == sets_.end()) return;
+  it->second.awaiting.erase(name);
+  it->second.outstanding.erase(name);
 }
 
 void AnnounceCache::DropSet(int32_t set_id) { sets_.erase(set_id); }

@@ -33,8 +33,9 @@ class AnnounceCache {
     int32_t device_group = 0;
   };
   const Template* TemplateOf(int32_t set_id, uint32_t slot) const;
-  // Drops what is queued for the set (it went on its fast path, where those tensors wait now).
-  void DropQueued(int32_t set_id);
+  // The set went on its fast path: every tensor announced (queued or sent) and not yet answered,
+  // which tuttid drops or never sees, in announcement order; the queue of the set is emptied.
+  std::vector<wire::TensorSpec> TakeOutstanding(int32_t set_id);
   // The set's next SetTensors says that this rank left fast-path `generation` after `rounds`.
   void MarkExit(int32_t set_id, uint64_t generation, uint64_t rounds);
   bool empty() const { return queued_ == 0; }
@@ -71,6 +72,10 @@ class AnnounceCache {
     std::vector<wire::TensorSpec> full;  // queued
     std::vector<uint32_t> bits;          // queued slots
     uint64_t exit_generation = 0, exit_rounds = 0;  // queued fast-path exit
+    // Announced (queued or sent) and not yet answered by an Execute or a refusal, by name, with
+    // the order of announcement: what a grant takes back onto the fast path.
+    std::unordered_map<std::string, std::pair<uint64_t, wire::TensorSpec>> outstanding;
+    uint64_t next_order = 0;
   };
 
   // Resolves one tensor of a response; `name` is filled in for a reference.

@@ -98,9 +98,6 @@ class CoordinatorLink {
   // AwaitOffFastPath.
   bool FastPathWantSlow(int32_t set_id);
   Status AwaitOffFastPath(int32_t set_id, transport::Deadline deadline);
-  // A request the grant found pending here: tuttid drops its announcement, so it waits in the
-  // book (unless it is there already).
-  void FastPathReclaim(int32_t set_id, wire::TensorSpec spec);
   // A tensor was refused; or a set is gone: their cache state goes.
   void ForgetTensor(int32_t set_id, const std::string& name);
   void ForgetSet(int32_t set_id);

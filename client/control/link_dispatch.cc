@@ -44,11 +44,18 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
         std::lock_guard<std::mutex> lock(mu_);
         wire::Execute& execute = *frame.mutable_execute();
         status = announced_.Apply(&execute);
-        // The grant: from here on the set's submissions wait in its book, and what is still
-        // queued for it would only be dropped by tuttid (the runtime reclaims those requests).
+        // The grant: from here on the set's submissions wait in its book. What this rank
+        // announced and tuttid has not answered is unsent or in flight (tuttid had nothing of
+        // the set pending), and tuttid drops it: it goes into the book too, in the same
+        // critical section, so that nothing is taken back twice or never.
         if (status.ok() && execute.fast_path() != 0) {
-          fast_.Enter(execute.set_id(), execute.fast_path(), execute.fast_path_slots());
-          announced_.DropQueued(execute.set_id());
+          const int32_t set_id = execute.set_id();
+          fast_.Enter(set_id, execute.fast_path(), execute.fast_path_slots());
+          const auto now = transport::Clock::now();
+          for (auto& spec : announced_.TakeOutstanding(set_id)) {
+            const auto slot = announced_.Lookup(set_id, spec);
+            fast_.Add(set_id, std::move(spec), slot, now);
+          }
         }
       }
       if (!status.ok()) return Die(status);

@@ -65,11 +65,4 @@ Status CoordinatorLink::AwaitOffFastPath(int32_t set_id, transport::Deadline dea
   return dead_;
 }
 
-void CoordinatorLink::FastPathReclaim(int32_t set_id, wire::TensorSpec spec) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!fast_.on(set_id)) return;
-  const auto slot = announced_.Lookup(set_id, spec);
-  fast_.Add(set_id, std::move(spec), slot, transport::Clock::now());
-}
-
 }  // namespace tutti::client
