@@ -59,15 +59,6 @@ class PendingTable {
     return taken;
   }
 
-  // The requests pending on the set, in name order.
-  std::vector<std::shared_ptr<Request>> Of(int32_t set_id) const {
-    std::vector<std::shared_ptr<Request>> of;
-    auto it = sets_.find(set_id);
-    if (it != sets_.end())
-      for (const auto& [name, request] : it->second) of.push_back(request);
-    return of;
-  }
-
   // The sets with an entry (possibly emptied by Take).
   std::vector<int32_t> sets() const {
     std::vector<int32_t> ids;

@@ -65,7 +65,7 @@ void Runtime::OnExecute(wire::Execute& execute) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto lane = lanes_.find(set_id);
-    if (lane != lanes_.end()) lane->second->EnterFastPath(execute.fast_path(), execute.fast_path_slots());
+    if (lane != lanes_.end()) lane->second->EnterFastPath(execute.fast_path());
   }
   WakeLane(set_id);  // the requests the link took back may make its first round
 }

@@ -60,10 +60,10 @@ void Lane::Push(std::vector<FusedPart> parts) {
   work_cv_.notify_one();
 }
 
-void Lane::EnterFastPath(uint64_t generation, uint32_t slots) {
+void Lane::EnterFastPath(uint64_t generation) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(Item{{}, generation, slots});
+    queue_.push_back(Item{{}, generation});
   }
   work_cv_.notify_one();
 }
@@ -107,7 +107,7 @@ void Lane::Run() {
       continue;
     }
     if (item->fast_path != 0) {
-      StartFastPath(item->fast_path, item->slots);
+      StartFastPath(item->fast_path);
       continue;
     }
     RunWork(item->work);

@@ -51,9 +51,9 @@ class Lane {
   // One collective: a single tensor, or two or more fused. `member_rows` of each: the
   // coordinator's per-member rows for allgather and alltoall.
   void Push(std::vector<FusedPart> parts);
-  // After what was pushed so far, the set is on its members' fast path as `generation`, with
-  // round bitmaps of `slots` bits. I/O thread.
-  void EnterFastPath(uint64_t generation, uint32_t slots);
+  // After what was pushed so far, the set is on its members' fast path as `generation` (the
+  // round bitmaps' size comes from the link's book). I/O thread.
+  void EnterFastPath(uint64_t generation);
   // Something for the fast path changed (a submission, a request to leave). Any thread.
   void Wake();
   // The set re-formed around a rank that left in order: this lane's incarnation runs no more
@@ -90,14 +90,13 @@ class Lane {
   struct Item {
     Work work;
     uint64_t fast_path = 0;  // non-zero: a mark that enters this fast-path generation
-    uint32_t slots = 0;
   };
 
   void Run();
   // Runs one collective and completes its requests (also what a fast-path round agreed on).
   void RunWork(Work& work);
   // The fast path (lane_fast_path.cc): waits for a reason to run a round, then runs at most one.
-  void StartFastPath(uint64_t generation, uint32_t slots);
+  void StartFastPath(uint64_t generation);
   void FastPathStep();
   void FastPathFailed(const Status& status);
   void DrainWake();

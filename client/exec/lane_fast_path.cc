@@ -21,7 +21,7 @@ constexpr long kLingerNs = 300 * 1000;
 
 }  // namespace
 
-void Lane::StartFastPath(uint64_t generation, uint32_t slots) {
+void Lane::StartFastPath(uint64_t generation) {
   if (port_ == nullptr) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -41,7 +41,6 @@ void Lane::StartFastPath(uint64_t generation, uint32_t slots) {
   fast_.on = true;
   fast_.rounds = 0;
   fast_.changes_seen = 0;
-  (void)slots;  // the book holds it; rounds read it from there
 }
 
 void Lane::FastPathStep() {

@@ -120,7 +120,6 @@ class Negotiator {
   // the responses since the last Execute were all announced from the cache by every member,
   // nothing else waits here, no member joined, and the cache's priorities agree.
   uint64_t MaybeGrant(uint64_t seq, bool all_ok);
-  uint64_t fast_path_generation() const { return fast_.generation; }
   size_t fast_path_members() const { return fast_.members_on; }
 
   // Sequence number for the next Execute sent to this set's members.
