@@ -140,7 +140,10 @@ Status AnnounceCache::Apply(wire::Execute* execute) {
   }
   for (uint32_t slot : execute->cache_evicted()) {
     if (slot < set.slots.size() && set.slots[slot]) {
-      set.by_name.erase(set.slots[slot]->name);
+      // A changed spec evicts the name's old slot in the Execute that assigns its new one: the
+      // name stays with the new slot, or it would be announced in full for ever after.
+      auto named = set.by_name.find(set.slots[slot]->name);
+      if (named != set.by_name.end() && named->second == slot) set.by_name.erase(named);
       set.slots[slot].reset();
     }
     ++set.evictions_seen;

@@ -132,6 +132,21 @@ TEST(AnnounceCache, ChangedSpecIsAnnouncedInFull) {
   EXPECT_TRUE(announce.sets(0).cached().empty());
 }
 
+// tuttid evicts a changed tensor's old slot in the Execute that assigns its new one: from then on
+// the tensor is announced as the new slot's bit, not in full for ever.
+TEST(AnnounceCache, ChangedSpecIsCachedInItsNewSlotWhenTheOldIsEvictedWithTheAssignment) {
+  AnnounceCache cache;
+  Cached(cache, Spec("w", 4), 0);
+  cache.Add(kSet, Spec("w", 8));
+  Drained(cache, 1, 0);
+  wire::Execute execute = ExecuteOf(kSet, {Assigning(Spec("w", 8), 1)}, {0});
+  ASSERT_TRUE(IsOk(cache.Apply(&execute)));
+  cache.Add(kSet, Spec("w", 8));
+  const wire::Announce announce = Drained(cache, 0, 1);
+  EXPECT_EQ(announce.sets(0).cached(), std::string("\x02", 1));  // slot 1: bit 1 of byte 0
+  EXPECT_EQ(cache.Lookup(kSet, Spec("w", 8)), std::optional<uint32_t>(1));
+}
+
 TEST(AnnounceCache, FullAndCachedTensorsOfOneSetShareItsEntry) {
   AnnounceCache cache;
   Cached(cache, Spec("old", 4), 0);

@@ -38,6 +38,28 @@ void ExpectSilentCoordinator(int size) {
 }
 
 TEST(SteadyState, TuttidHearsNothingAfterTheSecondStepOnTwoRanks) { ExpectSilentCoordinator(2); }
+
+// Every tensor changes shape on every rank at step 100 (a benchmark's next message size): tuttid
+// negotiates the new shapes, caches them in new slots, and hears nothing again two steps later.
+TEST(SteadyState, ReshapedTensorsReturnToTheFastPath) {
+  Tuttid tuttid;
+  auto ranks = StartRanks(tuttid, "steady_state", 3, {"200", "100"});
+  for (int r = 0; r < 3; ++r) {
+    auto early = ranks[r]->ReadUntil("counters early ", In(240));
+    ASSERT_TRUE(early) << ranks[r]->transcript();
+    auto reshaped = ranks[r]->ReadUntil("counters reshaped ", In(300));
+    ASSERT_TRUE(reshaped) << ranks[r]->transcript();
+    auto late = ranks[r]->ReadUntil("counters late ", In(300));
+    ASSERT_TRUE(late) << ranks[r]->transcript();
+    const auto e = Fields(*early), m = Fields(*reshaped), l = Fields(*late);
+    EXPECT_GT(m.at("world"), e.at("world")) << "the new shapes went through tuttid: " << *reshaped;
+    EXPECT_EQ(l.at("world"), m.at("world")) << "rank " << r << ": " << *reshaped << " / " << *late;
+    EXPECT_EQ(l.at("pair"), m.at("pair")) << "rank " << r << ": " << *reshaped << " / " << *late;
+    EXPECT_GT(m.at("grants"), e.at("grants")) << *reshaped;
+    EXPECT_TRUE(ranks[r]->ReadUntil("steady ok", In(120))) << ranks[r]->transcript();
+  }
+  ExpectAllSucceed(ranks);
+}
 TEST(SteadyState, TuttidHearsNothingAfterTheSecondStepOnFourRanks) { ExpectSilentCoordinator(4); }
 
 // Cached, new and changed tensors, one-rank shape changes (MISMATCH everywhere), set changes,

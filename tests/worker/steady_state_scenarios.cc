@@ -35,15 +35,16 @@ tutti_counters_t OwnCounters() {
 }
 
 // One step on `set` (members `members`): six allreduces that fuse, an allgather and a broadcast,
-// each checked. Values depend on the step, so a stale or misrouted result shows.
-bool Step(int32_t set, const std::vector<int32_t>& members, int step) {
+// each checked. Values depend on the step, so a stale or misrouted result shows. `longer` lengthens
+// every allreduce, as a new layer size or a benchmark's next message size does.
+bool Step(int32_t set, const std::vector<int32_t>& members, int step, int64_t longer = 0) {
   const int n = static_cast<int>(members.size());
   const std::string prefix = "s" + std::to_string(set) + ".";
   std::vector<Tensor> grads;
   grads.reserve(6);
   std::vector<tutti_request_t> requests;
   for (int i = 0; i < 6; ++i) {
-    grads.emplace_back(TUTTI_DTYPE_FLOAT32, 256 + 64 * i, 4);
+    grads.emplace_back(TUTTI_DTYPE_FLOAT32, 256 + 64 * i + longer, 4);
     for (int64_t k = 0; k < grads[i].shape[0]; ++k)
       grads[i].as<float>()[k] = static_cast<float>(my_rank + i + step);
     tutti_request_t r;
@@ -91,8 +92,9 @@ bool Step(int32_t set, const std::vector<int32_t>& members, int step) {
 
 // `steps` steps on the world and on the set {0, 1}, alternating. After step 2 and at the end,
 // prints "counters <when> world=<announcements> pair=<announcements> grants=<n> exits=<n>" from
-// tuttid's counters, then "rounds=<n> tensors=<n>" from this rank's.
-int SteadyState(int steps) {
+// tuttid's counters, then "rounds=<n> tensors=<n>" from this rank's. With `reshape_at` > 0, every
+// rank lengthens every allreduce from that step on and reports "counters reshaped" two steps later.
+int SteadyState(int steps, int reshape_at) {
   const int32_t pair_ranks[] = {0, 1};
   int32_t pair = -1;
   Check("add pair", tutti_process_set_add(rt, pair_ranks, 2, 0, &pair));
@@ -108,9 +110,11 @@ int SteadyState(int steps) {
         w.fast_path_exits + p.fast_path_exits, own.fast_path_rounds, own.fast_path_tensors);
   };
   for (int step = 0; step < steps; ++step) {
-    if (!Step(TUTTI_WORLD, world, step)) return 1;
-    if (in_pair && !Step(pair, {0, 1}, step)) return 1;
+    const int64_t longer = reshape_at > 0 && step >= reshape_at ? 32 : 0;
+    if (!Step(TUTTI_WORLD, world, step, longer)) return 1;
+    if (in_pair && !Step(pair, {0, 1}, step, longer)) return 1;
     if (step == 2) report("early");
+    if (reshape_at > 0 && step == reshape_at + 2) report("reshaped");
   }
   // No barrier here: an automatically named barrier is a new tensor, which takes the world back
   // to tuttid. A rank that finalizes first leaves nothing waiting on the others: every step
@@ -282,7 +286,10 @@ const ScenarioRegistrar registered = {
     {"fast_path_stall", StallOnTheFastPath},
     {"fast_path_kill", KillDuringRounds},
     {"steady_state",
-     [](const ScenarioArgs& args) { return SteadyState(args.empty() ? 1000 : std::atoi(args[0].c_str())); }},
+     [](const ScenarioArgs& args) {
+       return SteadyState(args.empty() ? 1000 : std::atoi(args[0].c_str()),
+                          args.size() > 1 ? std::atoi(args[1].c_str()) : 0);
+     }},
     {"fast_path_schedule",
      [](const ScenarioArgs& args) {
        return Schedule(args.size() > 0 ? std::strtoull(args[0].c_str(), nullptr, 10) : 1,
