@@ -37,9 +37,17 @@ void WriteAll(int fd, const char* s) {
   }
 }
 
-[[noreturn]] void ExecChild(char* const* argv, char* const* envp, int devnull, int out, int err) {
+[[noreturn]] void ExecChild(char* const* argv, char* const* envp, int devnull, int out, int err,
+                            const cpu_set_t* cpus) {
   if (::dup2(devnull, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
       ::dup2(err, STDERR_FILENO) < 0) {
+    _exit(127);
+  }
+  if (cpus != nullptr && ::sched_setaffinity(0, sizeof(*cpus), cpus) != 0) {
+    const char* reason = strerrordesc_np(errno);
+    WriteAll(STDERR_FILENO, "tuttirun: cannot bind the rank to its CPUs: ");
+    WriteAll(STDERR_FILENO, reason ? reason : "unknown error");
+    WriteAll(STDERR_FILENO, "\n");
     _exit(127);
   }
   // Signals are blocked here (see Start). tuttirun's handlers must go before they are unblocked:
@@ -91,7 +99,8 @@ RankProcess::~RankProcess() {
   CloseFd(fds_[1]);
 }
 
-void RankProcess::Start(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+void RankProcess::Start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                        const cpu_set_t* cpus) {
   // Everything the child needs is built before fork, so the child does not allocate.
   std::vector<char*> cargv = CStrings(argv);
   std::vector<char*> cenv = CStrings(env);
@@ -115,7 +124,7 @@ void RankProcess::Start(const std::vector<std::string>& argv, const std::vector<
   sigfillset(&all);
   ::pthread_sigmask(SIG_BLOCK, &all, &old);
   pid_t pid = ::fork();
-  if (pid == 0) ExecChild(cargv.data(), cenv.data(), devnull, out[1], err[1]);
+  if (pid == 0) ExecChild(cargv.data(), cenv.data(), devnull, out[1], err[1], cpus);
   const int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ::close(devnull);

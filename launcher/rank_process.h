@@ -3,6 +3,7 @@
 // blocks except Reap().
 #pragma once
 
+#include <sched.h>
 #include <sys/types.h>
 
 #include <functional>
@@ -28,9 +29,11 @@ class RankProcess {
   RankProcess& operator=(const RankProcess&) = delete;
 
   // Forks and execs argv[0] (PATH lookup) with `env` as its whole environment ("KEY=VALUE").
-  // stdin is /dev/null. Throws std::system_error if the pipes or the fork fail; a failing exec
-  // shows up as a message on the rank's stderr and exit status 127, like a shell's.
-  void Start(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+  // stdin is /dev/null; `cpus`, when given, the only CPUs it may run on (tuttirun --bind-to).
+  // Throws std::system_error if the pipes or the fork fail; a failing exec (or binding) shows up
+  // as a message on the rank's stderr and exit status 127, like a shell's.
+  void Start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+             const cpu_set_t* cpus = nullptr);
 
   int rank() const { return rank_; }
   const std::string& host() const { return host_; }

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "launcher/cpu_binding.h"
 #include "launcher/embedded_coordinator.h"
 #include "launcher/output.h"
 #include "launcher/rank_process.h"
@@ -56,6 +57,8 @@ struct Options {
   std::string discovery_script;
   int slots_per_host = 1;
   std::vector<double> blacklist_cooldown;  // {min, max} seconds; empty: for the rest of the job
+  std::string bind_to = "auto";
+  bool report_bindings = false;
   std::vector<std::string> command;
 };
 
@@ -97,6 +100,7 @@ std::vector<std::string> NormalizeArgs(int argc, char** argv) {
     if (a == "--np" || a == "-n" || a == "--coordinator" || a == "--job" || a == "--log-level" ||
         a == "--coordinator-timeline" || a == "--min-np" || a == "--max-np" ||
         a == "--elastic-timeout" || a == "--reset-limit" || a == "--host-discovery-script" ||
+        a == "--bind-to" ||
         a == "--slots-per-host") {
       ++i;  // skip the value
     } else if (a == "--blacklist-cooldown-range") {
@@ -171,6 +175,14 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
       ->expected(2)
       ->allow_extra_args(false)
       ->check(CLI::PositiveNumber);
+  app.add_option("--bind-to", opts.bind_to,
+                 "CPUs of each rank, as mpirun's --bind-to: core (a core of its own), hwthread, "
+                 "socket (shared by the ranks on it), none; auto: core when every rank can have "
+                 "one, else none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "none", "hwthread", "core", "socket"}));
+  app.add_flag("--report-bindings", opts.report_bindings,
+               "Say on stderr which CPUs each rank is bound to");
   // Everything from PROGRAM on is left unparsed, leading dashes included.
   app.prefix_command();
 
@@ -223,6 +235,10 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
   } else if (app.count("--np") && opts.min_np > opts.np) {
     problem = "--min-np " + std::to_string(opts.min_np) + " is more than -np " +
               std::to_string(opts.np);
+  } else if (discovery && (opts.bind_to == "core" || opts.bind_to == "hwthread")) {
+    problem = "--bind-to " + opts.bind_to +
+              ": the ranks of a --host-discovery-script job come and go; bind them with "
+              "--bind-to socket or none";
   }
   if (!problem.empty()) {
     Say(problem + "\nRun with --help for more information.");
@@ -294,6 +310,16 @@ int Main(int argc, char** argv) {
   if (opts.job.empty()) opts.job = "tuttirun-" + RandomHex(8);
   tutti::launcher::SetLinePrefixes(!opts.no_prefix);
 
+  // Bound before anything starts, so that a binding that cannot be met is a usage error.
+  std::string binding_problem;
+  const bool discovery = !opts.discovery_script.empty();
+  const auto binding = tutti::launcher::CpuBinding::Make(
+      discovery && opts.bind_to == "auto" ? "none" : opts.bind_to, discovery ? opts.max_np : opts.np,
+      tutti::launcher::AllowedCpus(), &binding_problem);
+  if (!binding) {
+    Say(binding_problem);
+    return kUsageError;
+  }
   int wake[2];
   if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) {
     Say(std::string("pipe: ") + std::strerror(errno));
@@ -321,8 +347,16 @@ int Main(int argc, char** argv) {
     coordinator = embedded->endpoint();
   }
 
+  const auto start_rank = [&](RankProcess& process, const std::string& host) {
+    if (opts.report_bindings)
+      Say("rank " + std::to_string(process.rank()) +
+          (binding->bound() ? " bound to " + binding->Describe(process.rank()) : " is not bound"));
+    process.Start(opts.command, RankEnvironment(opts, coordinator, token, process.rank(), host),
+                  binding->For(process.rank()));
+  };
+
   std::vector<std::unique_ptr<RankProcess>> ranks;
-  if (!opts.discovery_script.empty()) {
+  if (discovery) {
     tutti::launcher::Scaler::Settings settings;
     settings.script = opts.discovery_script;
     settings.slots_per_host = opts.slots_per_host;
@@ -333,7 +367,7 @@ int Main(int argc, char** argv) {
     }
     tutti::launcher::Scaler scaler(settings, [&](int rank, const std::string& host) {
       auto process = std::make_unique<RankProcess>(rank, host);
-      process->Start(opts.command, RankEnvironment(opts, coordinator, token, rank, host));
+      start_rank(*process, host);
       return process;
     });
     std::string error;
@@ -354,7 +388,7 @@ int Main(int argc, char** argv) {
   for (int rank = 0; rank < opts.np; ++rank) {
     auto process = std::make_unique<RankProcess>(rank);
     try {
-      process->Start(opts.command, RankEnvironment(opts, coordinator, token, rank, ""));
+      start_rank(*process, "");
     } catch (const std::exception& e) {
       Say("cannot start rank " + std::to_string(rank) + ": " + e.what());
       supervisor.BeginStop(1, SIGTERM);

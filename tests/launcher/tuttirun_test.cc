@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,7 +21,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <fstream>
 #include <map>
+#include <set>
 #include <mutex>
 #include <regex>
 #include <sstream>
@@ -460,6 +463,118 @@ TEST(Tuttirun, ProgramThatCannotBeExecutedGives127) {
       << run.err();
 }
 
+// ---- CPU binding (--bind-to) ----
+
+// The cores this test may run on, as tuttirun counts them: distinct (socket, core) pairs of the
+// allowed CPUs.
+int AllowedCores() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  std::set<std::pair<int, int>> cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    const auto read = [cpu](const char* file) {
+      std::ifstream in("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/" + file);
+      int id = -1;
+      return (in >> id) ? id : -1;
+    };
+    const int core = read("core_id");
+    cores.insert(core < 0 ? std::make_pair(-1, cpu) : std::make_pair(read("physical_package_id"), core));
+  }
+  return static_cast<int>(cores.size());
+}
+
+std::string OwnCpus() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Cpus_allowed_list:", 0) == 0) return line.substr(line.find_first_not_of(" \t", 18));
+  return "";
+}
+
+// rank -> its Cpus_allowed_list, from a run whose ranks print their /proc/self/status line.
+std::map<int, std::string> RankCpus(const std::string& out) {
+  std::map<int, std::string> cpus;
+  static const std::regex line(R"(\[(\d+)\] Cpus_allowed_list:\s*(\S+))");
+  for (const auto& text : Lines(out)) {
+    std::smatch m;
+    if (std::regex_match(text, m, line)) cpus[std::stoi(m[1])] = m[2];
+  }
+  return cpus;
+}
+
+const char kPrintCpus[] = "grep Cpus_allowed_list /proc/self/status";
+
+TEST(Tuttirun, BindsEachRankToACoreOfItsOwnWhenTheyFit) {
+  if (AllowedCores() < 2) GTEST_SKIP() << "needs 2 cores, this machine lets the test use " << AllowedCores();
+  for (const char* policy : {"auto", "core"}) {
+    Tuttirun run({"-np", "2", "--coordinator", kNoCoordinator, "--bind-to", policy,
+                  "--report-bindings", "sh", "-c", kPrintCpus});
+    ASSERT_EQ(run.Wait(), 0) << run.err();
+    const auto cpus = RankCpus(run.out());
+    ASSERT_EQ(cpus.size(), 2u) << run.out();
+    EXPECT_NE(cpus.at(0), cpus.at(1)) << policy;
+    EXPECT_NE(cpus.at(0), OwnCpus()) << policy;
+    const auto lines = Lines(run.err());
+    for (int rank : {0, 1}) {
+      EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+        return l.rfind("tuttirun: rank " + std::to_string(rank) + " bound to core ", 0) == 0 &&
+               l.find("(CPU") != std::string::npos;
+      })) << run.err();
+    }
+  }
+}
+
+TEST(Tuttirun, LeavesAnOversubscribedJobUnboundByDefault) {
+  const int np = AllowedCores() + 1;
+  Tuttirun run({"-np", std::to_string(np), "--coordinator", kNoCoordinator, "--report-bindings",
+                "sh", "-c", kPrintCpus});
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  const auto cpus = RankCpus(run.out());
+  ASSERT_EQ(static_cast<int>(cpus.size()), np) << run.out();
+  for (const auto& [rank, list] : cpus) EXPECT_EQ(list, OwnCpus()) << "rank " << rank;
+  EXPECT_TRUE(Contains(Lines(run.err()), "tuttirun: rank 0 is not bound")) << run.err();
+  Tuttirun none({"-np", "2", "--coordinator", kNoCoordinator, "--bind-to", "none", "sh", "-c", kPrintCpus});
+  ASSERT_EQ(none.Wait(), 0) << none.err();
+  for (const auto& [rank, list] : RankCpus(none.out())) EXPECT_EQ(list, OwnCpus()) << "rank " << rank;
+}
+
+TEST(Tuttirun, RefusesABindingItCannotMeet) {
+  const int cores = AllowedCores();
+  Tuttirun run({"-np", std::to_string(cores + 1), "--coordinator", kNoCoordinator, "--bind-to",
+                "core", "true"});
+  EXPECT_EQ(run.Wait(), 2);
+  EXPECT_EQ(run.err(), "tuttirun: --bind-to core: " + std::to_string(cores + 1) +
+                           " local ranks but only " + std::to_string(cores) + " core" +
+                           (cores == 1 ? "" : "s") +
+                           " available to tuttirun; give --bind-to none or fewer ranks\n");
+  Tuttirun elastic({"--min-np", "1", "--host-discovery-script", "echo localhost:2", "--bind-to",
+                    "core", "true"});
+  EXPECT_EQ(elastic.Wait(), 2);
+  EXPECT_EQ(elastic.err(),
+            "tuttirun: --bind-to core: the ranks of a --host-discovery-script job come and go; "
+            "bind them with --bind-to socket or none\nRun with --help for more information.\n");
+}
+
+TEST(Tuttirun, RanksShareTheSocketTheyAreBoundTo) {
+  cpu_set_t set;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(set), &set), 0);
+  std::set<int> sockets;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    std::ifstream in("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/physical_package_id");
+    int id = -1;
+    sockets.insert((in >> id) ? id : -1 - cpu);
+  }
+  const int n = static_cast<int>(sockets.size());
+  Tuttirun run({"-np", std::to_string(n + 1), "--coordinator", kNoCoordinator, "--bind-to",
+                "socket", "sh", "-c", kPrintCpus});
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  const auto cpus = RankCpus(run.out());
+  ASSERT_EQ(static_cast<int>(cpus.size()), n + 1) << run.out();
+  EXPECT_EQ(cpus.at(0), cpus.at(n)) << "rank " << n << " shares rank 0's socket\n" << run.out();
+  if (n == 1) EXPECT_EQ(cpus.at(0), OwnCpus()) << "one socket: all of it";
+}
+
 TEST(Tuttirun, HelpExitsZero) {
   Tuttirun run({"--help"});
   EXPECT_EQ(run.Wait(), 0) << run.err();
@@ -476,6 +591,7 @@ TEST(Tuttirun, InvalidUsageExitsTwo) {
       {"-np", "two", "true"},                      // not a number
       {"true"},                                    // no -np
       {"-np", "2", "--no-such-option", "true"},    // typo must not become the program
+      {"-np", "2", "--bind-to", "board", "true"},  // a binding mpirun has and tuttirun has not
   };
   for (const auto& args : cases) {
     Tuttirun run(args);
