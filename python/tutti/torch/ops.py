@@ -9,6 +9,7 @@ import functools
 import inspect
 import itertools
 import threading
+import time
 import warnings
 
 import torch
@@ -16,6 +17,7 @@ import torch
 import tutti as _tutti
 from tutti import _capi
 from tutti.errors import DuplicateNameError, InvalidArgumentError, UnsupportedError
+from tutti.errors import TimeoutError as _TuttiTimeout
 
 from . import adasum as _adasum
 from .process_sets import global_process_set, set_id
@@ -32,12 +34,26 @@ _OPS = {Average: "Average", Sum: "Sum", Min: "Min", Max: "Max", Product: "Produc
 
 # ---- handles ------------------------------------------------------------------------------------
 class _Pending:
-    """What a handle stands for: `wait()` returns the result, `poll()` says whether it is done."""
+    """What a handle stands for: `wait()` returns the result, `poll()` says whether it is done,
+    `settle(deadline)` waits until it is done or the monotonic `deadline` passed, without raising
+    its error, and says whether it is done."""
 
-    __slots__ = ("wait", "poll")
+    __slots__ = ("wait", "poll", "requests")
 
-    def __init__(self, wait, poll):
-        self.wait, self.poll = wait, poll
+    def __init__(self, wait, poll, requests=()):
+        self.wait, self.poll, self.requests = wait, poll, tuple(requests)
+
+    def settle(self, deadline):
+        for request in self.requests:
+            remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            try:
+                request.wait(remaining_ms)
+            except _TuttiTimeout:
+                if not request.poll():
+                    return False
+            except Exception:  # its own error: done all the same
+                pass
+        return self.poll()
 
 
 _handles = {}
@@ -50,7 +66,7 @@ def _register(request, finish=None):
     def wait():
         result = request.wait()
         return finish(result) if finish else result
-    return _register_pending(_Pending(wait, request.poll))
+    return _register_pending(_Pending(wait, request.poll, [request]))
 
 
 def _register_pending(pending):
@@ -66,15 +82,18 @@ def clear_handles():
         _name_of_handle.clear()
 
 
-def forget_settled(set_ids):
-    """After a failure that elastic.run recovers from: drops the named handles on `set_ids` whose
-    requests completed (the re-formation failed them; the script that submitted them unwound
-    without synchronizing), so that the retried step may use their names again."""
+def forget_settled(set_ids, timeout_s=5.0):
+    """After a failure that elastic.run recovers from: drops the named handles on `set_ids` once
+    their requests completed (the re-formation fails them; the script that submitted them unwound
+    without synchronizing), so that the retried step may use their names again. A request the
+    failure has not completed yet (a lane of the old incarnation still unwinding its collective,
+    a sweep still under way on the I/O thread) gets up to `timeout_s` in all to complete."""
     with _names_lock:
         handles = [h for h, key in _name_of_handle.items() if key[0] in set_ids]
+    deadline = time.monotonic() + timeout_s
     for handle in handles:
         pending = _handles.get(handle)
-        if pending is None or pending.poll():
+        if pending is None or pending.settle(deadline):
             _handles.pop(handle, None)
             _release(handle)
 
@@ -357,7 +376,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
                                  prescale_factor, postscale_factor)
                 for i, t in enumerate(tensors)]
     return _register_pending(_Pending(lambda: [r.wait() for r in requests],
-                                      lambda: all(r.poll() for r in requests)))
+                                      lambda: all(r.poll() for r in requests), requests))
 
 
 def barrier(process_set=global_process_set):
