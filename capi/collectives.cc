@@ -52,7 +52,7 @@ static tutti_status_t Submit(tutti_runtime_t rt, const char* name, client::Colle
   std::shared_ptr<client::Request> created;
   Status submitted = rt->runtime->Submit(std::move(args), &created);
   if (!submitted.ok()) return Report(submitted);
-  *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), getpid()};
+  *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), CurrentProcess()};
   return TUTTI_OK;
 }
 
@@ -203,7 +203,7 @@ static tutti_status_t SubmitGroup(tutti_runtime_t rt, const char* name, client::
   std::shared_ptr<client::Request> created;
   Status submitted = rt->runtime->SubmitGroup(std::move(args), in, out, &created);
   if (!submitted.ok()) return Report(submitted);
-  *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), getpid()};
+  *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), CurrentProcess()};
   return TUTTI_OK;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "capi/handles.h"
+#include "capi/process_id.h"
 #include "capi/status_text.h"
 
 namespace tutti::capi {
@@ -38,9 +39,11 @@ inline tutti_status_t ForkedChild(pid_t owner) {
 // Macros rather than functions because they return from the entry point that uses them.
 #define TUTTI_CHECK_RUNTIME(rt)                                                        \
   if ((rt) == nullptr || !(rt)->runtime) return ::tutti::capi::Invalid("runtime is NULL"); \
-  if ((rt)->runtime->owner() != getpid()) return ::tutti::capi::ForkedChild((rt)->runtime->owner())
+  if ((rt)->runtime->owner() != ::tutti::capi::CurrentProcess())                    \
+  return ::tutti::capi::ForkedChild((rt)->runtime->owner())
 #define TUTTI_CHECK_REQUEST(request)                                           \
   if ((request) == nullptr) return ::tutti::capi::Invalid("request is NULL"); \
-  if ((request)->owner != getpid()) return ::tutti::capi::ForkedChild((request)->owner)
+  if ((request)->owner != ::tutti::capi::CurrentProcess())                \
+  return ::tutti::capi::ForkedChild((request)->owner)
 #define TUTTI_CHECK_OUT(p) \
   if ((p) == nullptr) return ::tutti::capi::Invalid(#p " is NULL")

@@ -69,6 +69,9 @@ void Lane::EnterFastPath(uint64_t generation) {
 }
 
 void Lane::Wake() {
+  // Whoever calls this changed the lane's state first; a wake still pending makes the lane look
+  // at that state after it drains, so this one may be skipped (seq_cst: see DrainWake).
+  if (wake_pending_.exchange(true)) return;
   const uint64_t one = 1;
   if (wake_fd_ >= 0) [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof(one));
 }
@@ -83,6 +86,8 @@ void Lane::EndFastPath() {
 }
 
 void Lane::DrainWake() {
+  // Cleared before the lane reads its state again: a Wake after this writes the eventfd anew.
+  wake_pending_.store(false);
   uint64_t count;
   [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof(count));
 }

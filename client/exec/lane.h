@@ -10,6 +10,7 @@
 // round says to leave; then the stream comes from tuttid again.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -127,6 +128,9 @@ class Lane {
     uint64_t changes_seen = 0;
   } fast_;  // lane thread only
   int wake_fd_ = -1;  // eventfd: submissions, requests to leave, stop
+  // Set by the first Wake since the lane last drained wake_fd_: later ones skip the write, so a
+  // step's hundreds of submissions cost the lane one wake-up, not one system call each.
+  std::atomic<bool> wake_pending_{false};
 
   std::mutex mu_;
   std::condition_variable work_cv_;
