@@ -91,4 +91,12 @@ TUTTI_API const char* tutti_status_string(tutti_status_t status) {
 
 TUTTI_API const char* tutti_last_error(void) { return tutti::capi::LastError(); }
 
+TUTTI_API tutti_status_t tutti_set_last_error(tutti_status_t status, const char* message) {
+  if (status == TUTTI_OK) {
+    tutti::capi::ClearError();
+    return TUTTI_OK;
+  }
+  return tutti::capi::Fail(status, message != nullptr ? message : "");
+}
+
 }  // extern "C"

@@ -19,6 +19,13 @@ install(FILES ${PROJECT_SOURCE_DIR}/capi/include/tutti/tutti.h
 if(TARGET tutti_cuda)
   install(TARGETS tutti_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
+# MPI mode, where an MPI was found: the library and its header (docs/launchers.md). It finds
+# tuttid in ../bin from itself.
+if(TARGET tutti_mpi)
+  install(TARGETS tutti_mpi LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(FILES ${PROJECT_SOURCE_DIR}/capi/include/tutti/tutti_mpi.h
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tutti)
+endif()
 
 # ---- CMake package ----------------------------------------------------------------------------
 install(EXPORT tuttiTargets NAMESPACE tutti:: FILE tuttiTargets.cmake

@@ -3,14 +3,15 @@
 # libabigail over the exported tutti_* interfaces and the types of tutti.h (docs/abi-policy.md).
 # Any difference fails, additions included: a deliberate change is reviewed by a person, who
 # bumps TUTTI_VERSION_MINOR (or MAJOR) and regenerates the baseline with --update. CI never does.
-#   bash scripts/abi_check.sh [build/libtutti.so]
+#   bash scripts/abi_check.sh [build/libtutti.so | build/libtutti_mpi.so]
 #   bash scripts/abi_check.sh --update [build/libtutti.so]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 update=0
 if [ "${1:-}" = "--update" ]; then update=1; shift; fi
 library=${1:-build/libtutti.so}
-baseline=abi/libtutti.abi
+# abi/libtutti.abi for libtutti.so, abi/libtutti_mpi.abi for libtutti_mpi.so.
+baseline=abi/$(basename "$library" .so).abi
 dump() {
   abidw --headers-dir capi/include/tutti --drop-private-types --exported-interfaces-only \
     --no-show-locs --no-corpus-path "$library"

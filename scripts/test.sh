@@ -33,6 +33,7 @@ stage "configure release" 120 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Re
 stage "build release" 1200 cmake --build build -j "$JOBS"
 # The C ABI against the committed baseline (docs/abi-policy.md): any difference fails.
 stage "abi check" 300 bash scripts/abi_check.sh build/libtutti.so
+stage "abi check (MPI mode)" 300 bash scripts/abi_check.sh build/libtutti_mpi.so
 stage "test release" 900 ctest --test-dir build --output-on-failure --timeout 300
 # The Python package (ctypes over the release build's libtutti.so) with Debian's Python, torch
 # and pytest: real jobs under tuttirun.

@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 8
+#define TUTTI_VERSION_MINOR 9
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -214,6 +214,11 @@ TUTTI_API const char* tutti_status_string(tutti_status_t status);
 /* Detail of the last error returned to the calling thread (empty if none). Valid until the next
  * tutti call on this thread. Never NULL. */
 TUTTI_API const char* tutti_last_error(void);
+
+/* Records `message` (NULL: empty) as the calling thread's last error and returns `status`; with
+ * TUTTI_OK it clears the last error. For libraries built on tutti (libtutti_mpi, language
+ * bindings), so that their failures read like tutti's own. Since 0.9. */
+TUTTI_API tutti_status_t tutti_set_last_error(tutti_status_t status, const char* message);
 
 /* ---- the world ----------------------------------------------------------------------------- */
 TUTTI_API tutti_status_t tutti_rank(tutti_runtime_t runtime, int32_t* rank);

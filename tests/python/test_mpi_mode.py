@@ -1,0 +1,142 @@
+"""MPI mode (tutti_mpi.h, docs/launchers.md) under Debian's real OpenMPI mpirun, against the
+release build: tests/mpi/mpi_mode_worker.c's scenarios, each rank's lines checked. OpenMPI's own
+allocations upset LeakSanitizer, so these never run under the sanitizer build."""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BUILD, job_env
+
+WORKER = os.path.join(BUILD, "tests", "mpi_mode_worker")
+MPIRUN = shutil.which("mpirun")
+
+
+def need_mpi():
+    why = None
+    if MPIRUN is None:
+        why = "no mpirun (Debian: openmpi-bin)"
+    elif not os.path.exists(WORKER):
+        why = f"{WORKER} was not built (no MPI found at configure time: libopenmpi-dev)"
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"MPI mode cannot be tested on CI: {why}")
+        pytest.skip(why)
+
+
+def mpirun(np, scenario, env=None, timeout=180):
+    command = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(np), WORKER, scenario]
+    # TUTTI_* of the test runner's own job must not leak in: MPI mode decides them.
+    base = {k: v for k, v in job_env(env).items()
+            if not k.startswith("TUTTI_") or k in ("TUTTI_LIBRARY",) or (env and k in env)}
+    return subprocess.run(command, env=base, capture_output=True, text=True, timeout=timeout)
+
+
+def lines(result, rank):
+    prefix = f"rank {rank}: "
+    return [l[len(prefix):] for l in result.stdout.splitlines() if l.startswith(prefix)]
+
+
+def test_world_from_mpi_comm_world_with_its_own_coordinator():
+    need_mpi()
+    result = mpirun(4, "world")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in range(4):
+        assert f"tutti rank {r} size 4, mpi size 4, sum 10 mpi 10" in lines(result, r), result.stdout
+        assert "passed" in lines(result, r)
+
+
+def test_two_jobs_at_once_never_collide():
+    need_mpi()
+    command = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", WORKER, "world"]
+    env = {k: v for k, v in job_env().items() if not k.startswith("TUTTI_") or k == "TUTTI_LIBRARY"}
+    jobs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for _ in range(2)]
+    try:
+        outputs = [job.communicate(timeout=180) for job in jobs]
+    finally:
+        for job in jobs:
+            if job.poll() is None:
+                job.kill()
+                job.wait()
+    for job, (out, err) in zip(jobs, outputs):
+        assert job.returncode == 0, out + err
+        assert out.count("passed") == 2, out
+
+
+def test_static_dynamic_and_communicator_sets_in_one_program():
+    need_mpi()
+    result = mpirun(4, "modes")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in (0, 1):
+        assert "static set 1 sum 1 mpi 1" in lines(result, r), result.stdout
+    for r in (2, 3):
+        assert "dynamic set 2 sum 50 mpi 50" in lines(result, r), result.stdout
+    # Colours 0 = {0, 2} and 1 = {1, 3} become sets 3 and 4 (added by lowest rank) everywhere.
+    for r, (colour, sum_) in enumerate([(0, 4), (1, 10), (0, 4), (1, 10)]):
+        expected = (f"colour {colour} set {3 + colour} (again {3 + colour}) size 2 sum {sum_} "
+                    f"mpi {sum_}, rank in set comm {r // 2}, in colour {r // 2}")
+        assert expected in lines(result, r), result.stdout
+        assert "passed" in lines(result, r)
+
+
+def test_communicators_that_disagree_are_refused_on_every_rank():
+    need_mpi()
+    result = mpirun(4, "disagree")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in range(4):
+        assert lines(result, r)[0] == ("status -1: communicators disagree: rank 2's holds ranks "
+                                       "[1, 2], rank 1's holds ranks [0, 1]"), result.stdout
+
+
+def test_init_before_mpi_init_is_refused():
+    need_mpi()
+    result = subprocess.run([WORKER, "no_init"], env=job_env(), capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == ("status -1: MPI is not initialised: call MPI_Init (or "
+                                     "MPI_Init_thread) before tutti_mpi_init")
+
+
+def test_a_tuttid_that_cannot_start_fails_every_rank_naming_rank_0():
+    need_mpi()
+    result = mpirun(2, "world", env={"TUTTI_TUTTID": "/nonexistent/tuttid"})
+    assert result.returncode != 0
+    for r in range(2):
+        assert lines(result, r)[0] == (
+            "tutti_mpi_init(MPI_COMM_WORLD, NULL, &rt) failed: -14 rank 0: tuttid "
+            "(/nonexistent/tuttid) exited with status 127 (it cannot be executed) before "
+            "listening; its stderr is this rank's"), result.stdout
+
+
+def test_a_named_coordinator_is_used_and_none_is_started():
+    need_mpi()
+    tuttid = subprocess.Popen([os.path.join(BUILD, "tuttid"), "--bind", "tcp://127.0.0.1:*",
+                               "--log-level", "warn"], stdout=subprocess.PIPE, text=True)
+    try:
+        endpoint = tuttid.stdout.readline().split()[-1]
+        # No tuttid could be started: the job runs only if it uses the one named.
+        result = mpirun(2, "world", env={"TUTTI_COORDINATOR": endpoint,
+                                         "TUTTI_TUTTID": "/nonexistent/tuttid"})
+        assert result.returncode == 0, result.stdout + result.stderr
+        for r in range(2):
+            assert "passed" in lines(result, r), result.stdout
+    finally:
+        tuttid.terminate()
+        tuttid.wait(timeout=30)
+
+
+def test_the_readme_example_runs_under_mpirun():
+    need_mpi()
+    example = os.path.join(BUILD, "example_mpi_sets")
+    env = {k: v for k, v in job_env().items() if not k.startswith("TUTTI_") or k == "TUTTI_LIBRARY"}
+    result = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "4", example],
+                            env=env, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    got = sorted(l for l in result.stdout.splitlines() if l.startswith("rank "))
+    assert got == ["rank 0: even set 1 averaged 1, world counted 4 ranks",
+                   "rank 1: odd set 2 averaged 2, world counted 4 ranks",
+                   "rank 2: even set 1 averaged 1, world counted 4 ranks",
+                   "rank 3: odd set 2 averaged 2, world counted 4 ranks"], result.stdout
