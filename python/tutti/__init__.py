@@ -71,16 +71,18 @@ def _rt():
 # ---- lifetime and the world ---------------------------------------------------------------------
 def init(coordinator=None, job=None, token=None, rank=None, size=None, static_sets=(),
          timeout_ms=0, fusion_threshold=None, cycle_time_ms=None, cache_capacity=None,
-         timeline=None, transport=None):
+         timeline=None, transport=None, comm=None):
     """Joins the job (arguments left None come from the environment, as tuttirun sets it).
     Static process sets get ids 1, 2, ... in the order given. `transport`: "auto" (shared memory
-    within a host, TCP across), "tcp" or "shm" (docs/transports.md)."""
+    within a host, TCP across), "tcp" or "shm" (docs/transports.md). `comm`: an mpi4py
+    communicator for MPI mode (libtutti_mpi.so, docs/launchers.md): ranks and the coordinator
+    come from it, collectively over its processes."""
     global _runtime
     if _runtime is not None:
         return _runtime
     _runtime = Runtime(coordinator, job, token, rank, size, [list(s) for s in static_sets],
                        timeout_ms, fusion_threshold, cycle_time_ms, cache_capacity, timeline,
-                       transport)
+                       transport, comm)
     return _runtime
 
 
@@ -167,6 +169,17 @@ def add_process_set(ranks, timeout_ms=0):
 
 def remove_process_set(set_id, timeout_ms=0):
     _rt().remove_process_set(set_id, timeout_ms)
+
+
+def process_set_from_comm(comm, timeout_ms=0):
+    """MPI mode: the id of the set of this process's mpi4py communicator (-1 for None);
+    collective over the job: every process passes its own (a colour of one Split, say)."""
+    return _rt().process_set_from_comm(comm, timeout_ms)
+
+
+def process_set_comm(set_id):
+    """MPI mode: an mpi4py communicator of the set's members (None for a non-member)."""
+    return _rt().process_set_comm(set_id)
 
 
 def process_set_ranks(set_id): return _rt().process_set_ranks(set_id)

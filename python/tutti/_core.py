@@ -288,7 +288,7 @@ class Runtime:
 
     def __init__(self, coordinator=None, job=None, token=None, rank=None, size=None,
                  static_sets=(), timeout_ms=0, fusion_threshold=None, cycle_time_ms=None,
-                 cache_capacity=None, timeline=None, transport=None):
+                 cache_capacity=None, timeline=None, transport=None, comm=None):
         options = _capi.InitOptions()
         options.struct_size = ctypes.sizeof(_capi.InitOptions)
         options.header_version = _capi.version()
@@ -310,7 +310,17 @@ class Runtime:
         options.timeline_path = _name(timeline)
         options.transport = _name(transport)
         handle = ctypes.c_void_p()
-        check(_capi.tutti_init(ctypes.byref(options), ctypes.byref(handle)))
+        self._mpi = None
+        if comm is not None:
+            # MPI mode: rank, size and the coordinator come from the communicator.
+            from . import _mpi
+            if rank is not None or size is not None:
+                raise InvalidArgumentError("rank and size come from the communicator in MPI mode")
+            check(_mpi.lib().tutti_mpi_init(_mpi.handle(comm), ctypes.byref(options),
+                                            ctypes.byref(handle)))
+            self._mpi = _mpi
+        else:
+            check(_capi.tutti_init(ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
 
     # ---- lifetime ------------------------------------------------------------------------------
@@ -324,7 +334,10 @@ class Runtime:
         if self._handle is not None:
             handle, self._handle = self._handle, None
             _orphans.settle()
-            check(_capi.tutti_finalize(handle))
+            if self._mpi is not None:
+                check(self._mpi.lib().tutti_mpi_finalize(handle))
+            else:
+                check(_capi.tutti_finalize(handle))
             _orphans.sweep(force=True)
 
     def abort(self):
@@ -366,6 +379,28 @@ class Runtime:
         check(_capi.tutti_process_set_add(self.handle, array, len(ranks), timeout_ms,
                                           ctypes.byref(set_id)))
         return set_id.value
+
+    def process_set_from_comm(self, comm, timeout_ms=0):
+        """MPI mode: the set of this process's communicator (None: none), collective over the
+        job; -1 for None. Every distinct group of the processes' communicators becomes a set."""
+        if self._mpi is None:
+            raise InvalidArgumentError("process sets from communicators need MPI mode: "
+                                       "init(comm=MPI.COMM_WORLD)")
+        set_id = ctypes.c_int32()
+        check(self._mpi.lib().tutti_process_set_from_comm(
+            self.handle, self._mpi.handle(comm), timeout_ms, ctypes.byref(set_id)))
+        return set_id.value
+
+    def process_set_comm(self, set_id):
+        """MPI mode: a new mpi4py communicator of the set's members (None for a non-member);
+        collective over the members."""
+        if self._mpi is None:
+            raise InvalidArgumentError("communicators of process sets need MPI mode: "
+                                       "init(comm=MPI.COMM_WORLD)")
+        comm_handle = self._mpi._comm_type()()
+        check(self._mpi.lib().tutti_process_set_comm(self.handle, set_id, ctypes.byref(comm_handle)))
+        comm = self._mpi.from_handle(comm_handle.value)
+        return None if comm == self._mpi._mpi().COMM_NULL else comm
 
     def remove_process_set(self, set_id, timeout_ms=0):
         check(_capi.tutti_process_set_remove(self.handle, set_id, timeout_ms))

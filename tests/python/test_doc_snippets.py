@@ -1,15 +1,19 @@
 """Every Python snippet of README.md and docs/*.md runs as written: as a tuttirun job of the size
-its first line names ("tuttirun -np N"; 2 if it names none), exiting 0 on every rank."""
+its first line names ("tuttirun -np N"; 2 if it names none), or under Debian's OpenMPI when it
+names "mpirun -np N" (MPI mode), exiting 0 on every rank."""
 import glob
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
-from conftest import ROOT, run_job
+from conftest import ROOT, job_env, run_job
 
 SNIPPET = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
 RANKS = re.compile(r"tuttirun -np (\d+)")
+MPI_RANKS = re.compile(r"mpirun -np (\d+)")
 
 
 def snippets():
@@ -32,8 +36,17 @@ def test_the_readme_has_its_quick_start_snippet():
 @pytest.mark.parametrize("code", snippets())
 def test_snippet_runs(code, tmp_path):
     first = code.splitlines()[0] if code else ""
-    ranks = int(RANKS.search(first).group(1)) if RANKS.search(first) else 2
     script = tmp_path / "snippet.py"
     script.write_text(code)
+    if MPI_RANKS.search(first):
+        from test_mpi_mode import MPIRUN, need_mpi
+        need_mpi()
+        env = {k: v for k, v in job_env().items() if not k.startswith("TUTTI_") or k == "TUTTI_LIBRARY"}
+        result = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np",
+                                 MPI_RANKS.search(first).group(1), sys.executable, str(script)],
+                                env=env, capture_output=True, text=True, timeout=240)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return
+    ranks = int(RANKS.search(first).group(1)) if RANKS.search(first) else 2
     result = run_job(ranks, str(script))
     assert result.returncode == 0, result.stdout + result.stderr

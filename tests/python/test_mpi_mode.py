@@ -140,3 +140,28 @@ def test_the_readme_example_runs_under_mpirun():
                    "rank 1: odd set 2 averaged 2, world counted 4 ranks",
                    "rank 2: even set 1 averaged 1, world counted 4 ranks",
                    "rank 3: odd set 2 averaged 2, world counted 4 ranks"], result.stdout
+
+
+@pytest.mark.parametrize("mode, expected", [
+    # Colours of rank % 2: sets 1 = {0, 2} and 2 = {1, 3}.
+    ("init_comm", {0: "set 1 ranks [0, 2] sum 2", 1: "set 2 ranks [1, 3] sum 4",
+                   2: "set 1 ranks [0, 2] sum 2", 3: "set 2 ranks [1, 3] sum 4"}),
+    ("implicit", {0: "set 1 ranks [0, 2] sum 2", 1: "set 2 ranks [1, 3] sum 4",
+                  2: "set 1 ranks [0, 2] sum 2", 3: "set 2 ranks [1, 3] sum 4"}),
+    # Halves: sets 1 = {0, 1} and 2 = {2, 3}, added after init.
+    ("added", {0: "set 1 ranks [0, 1] sum 1", 1: "set 1 ranks [0, 1] sum 1",
+               2: "set 2 ranks [2, 3] sum 5", 3: "set 2 ranks [2, 3] sum 5"}),
+])
+def test_horovod_process_sets_from_mpi4py_communicators(mode, expected):
+    need_mpi()
+    pytest.importorskip("mpi4py") if os.environ.get("CI") != "true" else __import__("mpi4py")
+    env = {k: v for k, v in job_env().items() if not k.startswith("TUTTI_") or k == "TUTTI_LIBRARY"}
+    script = os.path.join(os.path.dirname(__file__), "workers", "mpi_sets.py")
+    result = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "4",
+                             "/usr/bin/python3", script, mode], env=env, capture_output=True,
+                            text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r, line in expected.items():
+        # mpirun may splice lines of different ranks: look for each rank's text anywhere.
+        assert f"rank {r}: {line} comm 2 world 4" in result.stdout, result.stdout
+        assert f"rank {r}: ok" in result.stdout, result.stdout

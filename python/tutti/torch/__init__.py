@@ -77,27 +77,37 @@ def _read_horovod_environment():
 def init(comm=None, process_sets=None, **options):
     """Joins the job. `process_sets`: ProcessSet objects registered on every rank at once (ids
     1, 2, ... in order), or "dynamic" / None to add them later (tutti's sets are always
-    dynamic). A second init() while initialized does nothing; after shutdown() it joins again.
-    Other keyword options go to tutti.init (coordinator, job, timeout_ms, transport, ...)."""
-    if comm is not None:
-        raise UnsupportedError("init(comm=...) is not supported: tutti takes no MPI "
-                               "communicator; ranks come from the launcher's environment")
+    dynamic). `comm`: an mpi4py communicator, for MPI mode (libtutti_mpi.so,
+    docs/launchers.md): ranks, size and the coordinator come from it; ProcessSets of mpi4py
+    communicators imply MPI.COMM_WORLD. A second init() while initialized does nothing; after
+    shutdown() it joins again. Other keyword options go to tutti.init (coordinator, job,
+    timeout_ms, transport, ...)."""
+    from tutti import _mpi
+    if comm is not None and not _mpi.is_comm(comm):
+        raise UnsupportedError("init(comm=...) takes an mpi4py communicator (MPI mode); a list "
+                               "of ranks as the world is not supported")
     if _tutti.is_initialized():
         return
     static = [] if process_sets in (None, "dynamic") else list(process_sets)
     if any(not isinstance(s, ProcessSet) for s in static):
         raise ValueError("process_sets must be a list of ProcessSet objects or 'dynamic'")
+    from_comms = [s for s in static if s.mpi_comm is not None]
+    static = [s for s in static if s.mpi_comm is None]
+    if from_comms and comm is None:
+        comm = _mpi._mpi().COMM_WORLD
     _read_horovod_environment()
     # Repeated rank lists: Horovod gives the first object the id and invalidates the others; a
     # list equal to the world is the global set's, so its object is invalidated too.
-    world = _world_ranks(options.get("size"))
+    world = list(range(comm.Get_size())) if comm is not None else _world_ranks(options.get("size"))
     distinct = []
     for s in static:
         if s.ranks not in distinct and s.ranks != world:
             distinct.append(s.ranks)
-    _tutti.init(static_sets=distinct, **options)
+    _tutti.init(static_sets=distinct, comm=comm, **options)
     _process_sets.register_static(
         static, [distinct.index(s.ranks) + 1 if s.ranks in distinct else 0 for s in static])
+    for s in from_comms:  # in the order given, collectively: every process passes its own
+        _process_sets.add_process_set(s)
 
 
 def _world_ranks(size):
@@ -156,8 +166,16 @@ def mpi_threads_supported():
     return False  # tutti does not run on MPI; its calls are thread-safe regardless
 
 
-def mpi_built(): return False
-def mpi_enabled(): return False
+def mpi_built():
+    """Whether MPI mode's libtutti_mpi.so sits beside the loaded libtutti (docs/launchers.md)."""
+    from tutti import _capi
+    here = os.path.dirname(_capi.library_path)
+    return any(os.path.exists(os.path.join(here, n)) for n in ("libtutti_mpi.so.0", "libtutti_mpi.so"))
+
+
+def mpi_enabled():
+    """Whether this runtime was made from an MPI communicator (init(comm=...))."""
+    return _tutti.is_initialized() and _tutti._rt()._mpi is not None
 def gloo_built(): return False
 def gloo_enabled(): return False
 def ccl_built(): return False

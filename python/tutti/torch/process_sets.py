@@ -37,11 +37,24 @@ class ProcessSet:
         self._ranks = value
 
     def __init__(self, ranks_or_comm):
+        from tutti import _mpi
+        if _mpi.is_comm(ranks_or_comm):
+            # MPI mode (docs/launchers.md): registered with tutti_process_set_from_comm; its
+            # ranks, until then, are the communicator's processes in MPI_COMM_WORLD.
+            self.mpi_comm = ranks_or_comm
+            MPI = _mpi._mpi()
+            group = ranks_or_comm.Get_group()
+            world = MPI.COMM_WORLD.Get_group()
+            self.ranks = sorted(MPI.Group.Translate_ranks(group, list(range(group.Get_size())),
+                                                          world))
+            group.Free()
+            world.Free()
+            return
         try:
             ranks = sorted(ranks_or_comm)
         except TypeError:
-            raise ValueError("ProcessSet should be initialized with a list of process ranks; "
-                             "tutti takes no MPI communicators") from None
+            raise ValueError("ProcessSet should be initialized with a list of process ranks or "
+                             "an mpi4py Comm object") from None
         if any(not isinstance(r, int) or isinstance(r, bool) for r in ranks):
             raise ValueError("ProcessSet should be initialized with a list of process ranks or "
                              "an mpi4py Comm object")
@@ -137,10 +150,15 @@ def invalidate_all():
 
 def add_process_set(process_set):
     """Adds a set after init and returns it registered. Every rank calls it in the same order;
-    non-members return at once. A set with the same ranks as a live one raises ValueError."""
+    non-members return at once. A set with the same ranks as a live one raises ValueError. A set
+    of an mpi4py communicator (MPI mode) is collective over the job: every process passes its
+    own communicator, and every distinct group becomes a set."""
     if not isinstance(process_set, ProcessSet):
         process_set = ProcessSet(process_set)
-    new_id = _tutti.add_process_set(process_set.ranks)
+    if process_set.mpi_comm is not None:
+        new_id = _tutti.process_set_from_comm(process_set.mpi_comm)
+    else:
+        new_id = _tutti.add_process_set(process_set.ranks)
     if new_id in _live or new_id == 0:
         raise ValueError(f"Attempted to add a duplicate process set: {process_set}")
     process_set.process_set_id = new_id

@@ -11,6 +11,7 @@ import warnings
 
 import torch
 
+import tutti
 import tutti.torch as hvd
 from tutti.torch import adasum
 
@@ -196,9 +197,12 @@ def unsupported_parameters_raise_not_implemented():
 @check
 def build_queries_keep_horovods_types():
     assert isinstance(hvd.nccl_built(), int) and isinstance(hvd.cuda_built(), bool)
-    for query in (hvd.mpi_built, hvd.gloo_built, hvd.ccl_built, hvd.ddl_built, hvd.rocm_built,
+    for query in (hvd.gloo_built, hvd.ccl_built, hvd.ddl_built, hvd.rocm_built,
                   hvd.mpi_threads_supported, hvd.mpi_enabled, hvd.gloo_enabled):
         assert query() is False, query
+    # MPI mode's library beside libtutti (built wherever CMake found an MPI); not in use here.
+    here = os.path.dirname(tutti._capi.library_path)
+    assert hvd.mpi_built() is os.path.exists(os.path.join(here, "libtutti_mpi.so"))
     assert hvd.is_homogeneous() is True
     assert hvd.synchronize(123456) is None  # an unknown handle, as in Horovod
 
