@@ -6,6 +6,7 @@ everything else (submission, request lifetime, keeping buffers alive while the l
 stream order, errors) lives here once.
 """
 import ctypes
+import os
 import threading
 
 from . import _capi
@@ -311,6 +312,17 @@ class Runtime:
         options.transport = _name(transport)
         handle = ctypes.c_void_p()
         self._mpi = None
+        self._bootstrap = None
+        if comm is None:
+            from . import _zero_setup
+            if _zero_setup.wanted(coordinator):
+                # torchrun without a coordinator: rank 0 starts one (docs/launchers.md).
+                boot = _zero_setup.TorchrunBootstrap((timeout_ms or 60000) / 1000.0)
+                options.coordinator = _name(boot.coordinator)
+                options.token = _name(token or boot.token)
+                if job is None and not os.environ.get("TUTTI_JOB"):
+                    options.job = _name(boot.job)
+                self._bootstrap = boot
         if comm is not None:
             # MPI mode: rank, size and the coordinator come from the communicator.
             from . import _mpi
@@ -334,10 +346,15 @@ class Runtime:
         if self._handle is not None:
             handle, self._handle = self._handle, None
             _orphans.settle()
-            if self._mpi is not None:
-                check(self._mpi.lib().tutti_mpi_finalize(handle))
-            else:
-                check(_capi.tutti_finalize(handle))
+            try:
+                if self._mpi is not None:
+                    check(self._mpi.lib().tutti_mpi_finalize(handle))
+                else:
+                    check(_capi.tutti_finalize(handle))
+            finally:
+                if self._bootstrap is not None:
+                    self._bootstrap.finish()
+                    self._bootstrap = None
             _orphans.sweep(force=True)
 
     def abort(self):

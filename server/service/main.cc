@@ -1,5 +1,8 @@
 // tuttid: the tutti coordinator service. Orders the collectives of every process set of every job
 // that connects; never sees tensor data. docs/operations.md: configuration, systemd, metrics.
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -34,6 +37,7 @@ struct Settings {
   std::string http;
   std::string curve_secret_key_file, curve_clients_file;
   bool generate_keypair = false;
+  bool exit_with_parent = false;
 };
 
 // Numbers with a message that names the value, unlike CLI11's range checks.
@@ -134,6 +138,10 @@ void DefineOptions(CLI::App& app, Settings& s) {
   app.add_flag("--generate-curve-keypair", s.generate_keypair,
                "print a fresh CURVE key pair (TOML) and exit")
       ->configurable(false);
+  app.add_flag("--exit-with-parent", s.exit_with_parent,
+               "stop (as on SIGTERM) when the process that started tuttid ends: a job's own "
+               "coordinator, started by one of its ranks (docs/launchers.md)")
+      ->configurable(false);
   app.add_option("--log-level", s.log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
@@ -164,6 +172,12 @@ int main(int argc, char** argv) {
   if (settings.generate_keypair) {
     std::fputs(tutti::server::GenerateCurveKeyPairToml().c_str(), stdout);
     return 0;
+  }
+  if (settings.exit_with_parent) {
+    // The parent may already be gone: then getppid() is no longer the pid that started us.
+    const pid_t parent = getppid();
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (parent == 1 || getppid() != parent) return 1;
   }
   auto& options = settings.coordinator;
   options.stall_warning_ms = static_cast<int64_t>(settings.stall_warning_s * 1000);
