@@ -43,3 +43,18 @@ def lines_of(result, rank):
 @pytest.fixture
 def job():
     return run_job
+
+
+def run_at_once(commands, env, timeout=240, cwd=None):
+    """Starts every command at once and returns [(returncode, stdout, stderr)] in order; every
+    child is reaped, even when one hangs past `timeout`."""
+    jobs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=cwd) for c in commands]
+    try:
+        outputs = [job.communicate(timeout=timeout) for job in jobs]
+    finally:
+        for job in jobs:
+            if job.poll() is None:
+                job.kill()
+                job.wait()
+    return [(job.returncode, out, err) for job, (out, err) in zip(jobs, outputs)]

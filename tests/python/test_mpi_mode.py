@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, job_env
+from conftest import BUILD, job_env, run_at_once
 
 WORKER = os.path.join(BUILD, "tests", "mpi_mode_worker")
 MPIRUN = shutil.which("mpirun")
@@ -52,17 +52,8 @@ def test_two_jobs_at_once_never_collide():
     need_mpi()
     command = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", WORKER, "world"]
     env = {k: v for k, v in job_env().items() if not k.startswith("TUTTI_") or k == "TUTTI_LIBRARY"}
-    jobs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True) for _ in range(2)]
-    try:
-        outputs = [job.communicate(timeout=180) for job in jobs]
-    finally:
-        for job in jobs:
-            if job.poll() is None:
-                job.kill()
-                job.wait()
-    for job, (out, err) in zip(jobs, outputs):
-        assert job.returncode == 0, out + err
+    for code, out, err in run_at_once([command, command], env, timeout=180):
+        assert code == 0, out + err
         assert out.count("passed") == 2, out
 
 
