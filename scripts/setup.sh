@@ -22,6 +22,7 @@ packages=(
   python3-numpy python3-torch python3-pytest   # the Python package and its tests
   python3-venv python3-setuptools python3-wheel python3-pip  # its pip-install test
   openmpi-bin libopenmpi-dev python3-mpi4py   # MPI mode (libtutti_mpi.so) and its mpirun tests
+  slurmd slurmctld slurm-client munge         # a real single-host Slurm in tests/python/test_slurm.py
 )
 
 missing=()
