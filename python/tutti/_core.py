@@ -332,7 +332,12 @@ class Runtime:
                                             ctypes.byref(handle)))
             self._mpi = _mpi
         else:
-            check(_capi.tutti_init(ctypes.byref(options), ctypes.byref(handle)))
+            try:
+                check(_capi.tutti_init(ctypes.byref(options), ctypes.byref(handle)))
+            except BaseException:
+                if self._bootstrap is not None:
+                    self._bootstrap.abandon()
+                raise
         self._handle = handle
 
     # ---- lifetime ------------------------------------------------------------------------------

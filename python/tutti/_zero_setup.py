@@ -102,6 +102,10 @@ class TorchrunBootstrap:
             endpoint = f"tcp://{host}:{endpoint.rsplit(':', 1)[1]}"
         return endpoint
 
+    def abandon(self):
+        """The init failed on this rank: its tuttid, if it started one, goes now."""
+        self._stop_child()
+
     def finish(self):
         """After tutti_finalize: every rank says so; rank 0 then stops its tuttid."""
         try:
@@ -112,11 +116,14 @@ class TorchrunBootstrap:
         except (RuntimeError, builtins.TimeoutError):
             pass  # a rank that never finished: stop the coordinator all the same
         finally:
-            if self._child is not None:
-                self._child.send_signal(signal.SIGTERM)
-                try:
-                    self._child.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self._child.kill()
-                    self._child.wait()
-                self._child = None
+            self._stop_child()
+
+    def _stop_child(self):
+        if self._child is not None:
+            self._child.send_signal(signal.SIGTERM)
+            try:
+                self._child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._child.kill()
+                self._child.wait()
+            self._child = None
