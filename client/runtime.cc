@@ -118,12 +118,12 @@ Status Runtime::Rendezvous() {
   // The world of an added rank is the incarnation the others opened at the same epoch.
   int32_t world_channel = 0;
   if (added) TUTTI_RETURN_IF_ERROR(ChannelOf(0, welcome_.membership_epoch(), &world_channel));
-  OpenLane(0, world, world_channel);
+  OpenLane(0, world, world_channel, welcome_.membership_epoch());
   sets_.Insert(0, world);
   for (const auto& set : welcome_.static_sets()) {
     std::vector<int32_t> ranks(set.ranks().begin(), set.ranks().end());
     if (std::binary_search(ranks.begin(), ranks.end(), slot_))
-      OpenLane(set.id(), ranks, set.id());
+      OpenLane(set.id(), ranks, set.id(), welcome_.membership_epoch());
     sets_.Insert(set.id(), ranks);
   }
   // An added rank is a member of none of the sets that exist (they never grow).
@@ -187,7 +187,8 @@ Status Runtime::PeerStats(int32_t set_id, int32_t peer, transport::PeerStats* st
   return Status::Ok();
 }
 
-void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_t channel) {
+void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_t channel,
+                       uint64_t incarnation_epoch) {
   Lane::CommIdRelay relay{
       [this, set_id](int32_t group, const std::string& id) {
         std::lock_guard<std::mutex> lock(link_mu_);
@@ -199,9 +200,9 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_
       }};
   // A data-plane connection that closed under a collective is reported, so that tuttid finds out
   // at once whether the peer died (docs/elastic.md, "Detection").
-  auto report_closed = [this, set_id](int32_t peer) {
+  auto report_closed = [this, set_id, incarnation_epoch](int32_t peer) {
     std::lock_guard<std::mutex> lock(link_mu_);
-    if (link_) link_->SendPeerReport(set_id, peer);
+    if (link_) link_->SendPeerReport(set_id, peer, incarnation_epoch);
   };
   std::vector<transport::PeerRoute> routes;
   {

@@ -103,7 +103,10 @@ class Runtime : private LinkListener, private FastPathPort {
   // Registers with tuttid and waits for the whole world (runtime.cc).
   Status Rendezvous();
   // `channel`: the data-plane id of this incarnation of the set (runtime_elastic.cc).
-  void OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_t channel);
+  // `incarnation_epoch`: the membership epoch this incarnation of the set begins in, which the
+  // lane's reports of closed connections carry (a re-formed set's old lane is ignored).
+  void OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_t channel,
+                uint64_t incarnation_epoch);
   // The rank of `slot` for messages and results (WorldMap); the slot itself if it left.
   int32_t RankForUser(int32_t slot) const;
   // The job's next registration from this process says it was in `epoch` (docs/lifecycle.md).

@@ -100,7 +100,7 @@ void Runtime::OnReformed(const wire::Reformed& msg) {
           FailEverything(numbered);
           break;
         }
-        OpenLane(set.id(), ranks, channel);
+        OpenLane(set.id(), ranks, channel, epoch);
       }
       sets_.Insert(set.id(), std::move(ranks));
       // Every member starts the set's automatic names over at the mark, where its earlier

@@ -28,7 +28,7 @@ Status Runtime::AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, in
     has_lane = lanes_.count(*set_id) > 0;
   }
   // The lane first: once the set is visible, a submission on it may be answered at once.
-  if (member && !has_lane) OpenLane(*set_id, members, *set_id);
+  if (member && !has_lane) OpenLane(*set_id, members, *set_id, membership_epoch());
   sets_.Insert(*set_id, members);
   return Status::Ok();
 }

@@ -114,13 +114,14 @@ void CoordinatorLink::EnterEpoch(uint64_t membership_epoch, const std::vector<in
   fast_cv_.notify_all();
 }
 
-void CoordinatorLink::SendPeerReport(int32_t set_id, int32_t rank) {
+void CoordinatorLink::SendPeerReport(int32_t set_id, int32_t rank, uint64_t incarnation_epoch) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!registered_ || !dead_.ok()) return;
     wire::Frame frame;
     frame.mutable_peer_report()->set_rank(rank);
     frame.mutable_peer_report()->set_set_id(set_id);
+    frame.mutable_peer_report()->set_incarnation_epoch(incarnation_epoch);
     outbox_.push_back(Stamp(frame));
   }
   Wake();

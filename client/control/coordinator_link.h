@@ -106,8 +106,9 @@ class CoordinatorLink {
   void SendAbort();
   // Sends the NCCL unique id of (set, group) for tuttid to relay to the set's other members.
   void SendCommId(int32_t set_id, int32_t group, const std::string& id);
-  // This rank's data-plane connection to `rank` closed while `set_id` used it. Fire and forget.
-  void SendPeerReport(int32_t set_id, int32_t rank);
+  // This rank's data-plane connection to `rank` closed while `set_id`'s lane of the incarnation
+  // begun in membership epoch `incarnation_epoch` used it. Fire and forget.
+  void SendPeerReport(int32_t set_id, int32_t rank, uint64_t incarnation_epoch);
   // This rank is at a boundary where its elastic job may change (docs/elastic.md, "Adding ranks").
   void SendAtBoundary();
   // An elastic job re-formed (docs/elastic.md): later frames carry `membership_epoch`, and the

@@ -119,6 +119,9 @@ class Job {
   // Fast failure detection (job_detection.cc, docs/elastic.md).
   // `rank` lost its data-plane connection to msg.rank(): tuttid probes that rank.
   void PeerReport(int32_t rank, const wire::PeerReport& msg, Clock::time_point now, Outbox* out);
+  // Whether a report from a lane of `set_id`'s incarnation begun in `incarnation_epoch` is about
+  // an incarnation the job re-formed since (job_detection.cc).
+  bool StaleIncarnation(int32_t set_id, uint64_t incarnation_epoch) const;
   // `rank` echoed a probe.
   void ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out);
   // tuttid's control connection to `rank` is gone (a send found no route): it is lost at the
@@ -272,7 +275,12 @@ class Job {
   struct ProbeWait {
     uint64_t nonce;
     Clock::time_point deadline;
-    std::vector<std::pair<int32_t, int32_t>> reports;  // (reporting rank, its set)
+    struct Report {
+      int32_t reporter;
+      int32_t set_id;
+      uint64_t incarnation_epoch;  // of the reporting lane's set; 0: unknown
+    };
+    std::vector<Report> reports;
   };
   std::map<int32_t, ProbeWait> probes_;
   std::set<int32_t> closed_;  // ranks whose control connection closed, evicted at the next Tick

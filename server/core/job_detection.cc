@@ -21,9 +21,12 @@ void Job::PeerReport(int32_t rank, const wire::PeerReport& msg, Clock::time_poin
   const int32_t peer = msg.rank();
   // A report about a rank already gone, or a bogus one, asks nothing of tuttid.
   if (peer < 0 || peer >= size_ || peer == rank || !alive(peer)) return;
+  // A lane of an incarnation re-formed since saw its connections close because of the
+  // re-formation itself: nothing is wrong with the set's current incarnation.
+  if (StaleIncarnation(msg.set_id(), msg.incarnation_epoch())) return;
   auto [it, fresh] = probes_.try_emplace(peer);
   ProbeWait& probe = it->second;
-  probe.reports.emplace_back(rank, msg.set_id());
+  probe.reports.push_back({rank, msg.set_id(), msg.incarnation_epoch()});
   if (!fresh) return;  // already probing: its answer settles this report too
   probe.nonce = next_nonce_++;
   probe.deadline = now + std::chrono::milliseconds(policy_.probe_timeout_ms);
@@ -40,8 +43,10 @@ void Job::ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out) {
   const Status status(Code::kPeerLost,
                       fmt::format("peer lost: data-plane connection to rank {} lost", RankNow(rank)));
   std::vector<int32_t> broken;
-  for (const auto& [reporter, set_id] : it->second.reports) {
+  for (const auto& [reporter, set_id, incarnation] : it->second.reports) {
     auto negotiator = negotiators_.find(set_id);
+    // Re-formed while the probe was out: the report was about the incarnation before.
+    if (StaleIncarnation(set_id, incarnation)) continue;
     if (negotiator == negotiators_.end() || !negotiator->second.contains(reporter) ||
         !negotiator->second.contains(rank) ||
         std::find(broken.begin(), broken.end(), set_id) != broken.end())
@@ -61,13 +66,19 @@ void Job::ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out) {
 void Job::ExpireProbes(Clock::time_point now, Outbox* out) {
   std::vector<std::pair<int32_t, int32_t>> expired;  // (rank, first reporter)
   for (const auto& [rank, probe] : probes_)
-    if (probe.deadline <= now) expired.emplace_back(rank, probe.reports.front().first);
+    if (probe.deadline <= now) expired.emplace_back(rank, probe.reports.front().reporter);
   for (const auto& [rank, reporter] : expired)
     Evict(rank,
           fmt::format("its data-plane connection to rank {} closed and it did not answer a probe "
                       "within {} ms",
                       RankNow(reporter), policy_.probe_timeout_ms),
           now, out);
+}
+
+bool Job::StaleIncarnation(int32_t set_id, uint64_t incarnation_epoch) const {
+  if (incarnation_epoch == 0) return false;
+  auto changed = set_changed_in_.find(set_id);
+  return changed != set_changed_in_.end() && changed->second > incarnation_epoch;
 }
 
 void Job::ConnectionClosed(int32_t rank) {

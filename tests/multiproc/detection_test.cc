@@ -3,6 +3,9 @@
 // both ranks, so that the peer can answer the probe, or not, on purpose.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 #include "multiproc/cluster.h"
 #include "multiproc/raw_client.h"
 
@@ -23,10 +26,11 @@ void Announce(RawClient& client, const std::string& name) {
   client.Send(Encoded(AllreduceAnnounce(name)));
 }
 
-void Report(RawClient& client, int32_t rank, int32_t set_id) {
+void Report(RawClient& client, int32_t rank, int32_t set_id, uint64_t incarnation_epoch = 0) {
   wire::Frame frame;
   frame.mutable_peer_report()->set_rank(rank);
   frame.mutable_peer_report()->set_set_id(set_id);
+  if (incarnation_epoch != 0) frame.mutable_peer_report()->set_incarnation_epoch(incarnation_epoch);
   client.Send(Encoded(frame));
 }
 
@@ -89,6 +93,56 @@ TEST(Detection, AReportedPeerThatDoesNotAnswerIsLostAndEvicted) {
   EXPECT_EQ(refusal.refusal().error().message(),
             "evicted: rank 1 of job 'silent' was declared lost (" + why +
                 "); it can no longer take part in the job");
+}
+
+// A lane of an incarnation the job re-formed since sees its connections close because of the
+// re-formation: its report must not break (or probe for) the set's new incarnation.
+TEST(Detection, AReportFromAReformedIncarnationIsIgnored) {
+  Tuttid tuttid({"--probe-timeout-ms", "60000"});
+  std::vector<std::unique_ptr<RawClient>> ranks;
+  for (int32_t r = 0; r < 3; ++r) {
+    ranks.push_back(std::make_unique<RawClient>(tuttid.endpoint()));
+    wire::Frame registration = Register(r, 3);
+    registration.mutable_register_()->set_job("stale-report");
+    registration.mutable_register_()->set_elastic(true);
+    registration.mutable_register_()->set_min_size(1);
+    ranks.back()->Send(Encoded(registration));
+  }
+  uint64_t first_epoch = 0;
+  for (auto& rank : ranks) {
+    wire::Frame welcome;
+    ASSERT_TRUE(rank->Receive(&welcome));
+    ASSERT_TRUE(welcome.has_welcome());
+    first_epoch = welcome.welcome().membership_epoch();
+  }
+  ranks[2].reset();  // its control connection closes: the job re-forms without it
+  uint64_t epoch = 0;
+  for (int r = 0; r < 2; ++r) {
+    wire::Frame frame;
+    do {
+      ASSERT_TRUE(ranks[r]->Receive(&frame)) << "no Reformed for rank " << r;
+    } while (!frame.has_reformed());
+    epoch = frame.reformed().membership_epoch();
+  }
+  ASSERT_GT(epoch, first_epoch);
+  // From the world's old incarnation: ignored. A counters query behind it proves tuttid read it.
+  Report(*ranks[1], 0, 0, first_epoch);
+  wire::Frame query;
+  query.mutable_counters_query()->set_request_id(7);
+  ranks[1]->Send(Encoded(query));
+  wire::Frame answer;
+  do {
+    ASSERT_TRUE(ranks[1]->Receive(&answer));
+  } while (!answer.has_coordinator_counters());
+  ranks[0]->SetReceiveTimeout(500);  // anything tuttid sent it before the answer is there by now
+  wire::Frame frame;
+  while (ranks[0]->Receive(&frame)) EXPECT_FALSE(frame.has_probe()) << "probed for a stale report";
+  // From the current incarnation: probed, as ever.
+  ranks[0]->SetReceiveTimeout(30000);
+  Report(*ranks[1], 0, 0, epoch);
+  do {
+    ASSERT_TRUE(ranks[0]->Receive(&frame)) << "no probe for a current report";
+  } while (!frame.has_probe());
 }
 
 }  // namespace
