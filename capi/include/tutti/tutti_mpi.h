@@ -1,5 +1,5 @@
 /* tutti's MPI mode (docs/launchers.md, "MPI mode"): a job launched by mpirun that has MPI
- * initialised takes its ranks, its size, its host topology and its coordinator's address from
+ * initialised takes its ranks, its size and its coordinator's address from
  * an MPI communicator, and builds process sets from communicators. It lives in its own library,
  * libtutti_mpi.so (built where an MPI is found), so that libtutti.so links no MPI:
  *
@@ -23,8 +23,9 @@ extern "C" {
 
 /* Joins the job made of `comm`'s processes (MPI_COMM_NULL: MPI_COMM_WORLD); collective over
  * `comm`, which must stay valid until tutti_mpi_finalize. The rank is the rank in `comm`, the
- * size its size, the host of each rank the node MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) puts
- * it on. `options` may be NULL; its rank and size must be -1 (they come from `comm`).
+ * size its size; hosts (local rank, shared memory) are found as without MPI, and
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) only decides whether the job is on one host.
+ * `options` may be NULL; its rank and size must be -1 (they come from `comm`).
  *
  * The coordinator: `options->coordinator`, else TUTTI_COORDINATOR, else (unset or "auto") rank 0
  * starts `tuttid` as its child (TUTTI_TUTTID, else the tuttid next to libtutti.so, else on PATH),
