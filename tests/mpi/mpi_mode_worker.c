@@ -8,7 +8,8 @@
  *              each, checked against MPI_Allreduce on tutti_process_set_comm's communicator
  *   disagree   ranks 0 and 1 pass a communicator of {0, 1}, rank 2 one of {1, 2}: refused on
  *              every rank with the same message
- *   no_init    tutti_mpi_init before MPI_Init */
+ *   no_init    tutti_mpi_init before MPI_Init
+ *   errors     options that name a rank, runtimes not made by tutti_mpi_init, a NULL set_id */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +153,29 @@ static int disagree(void) {
   return status == TUTTI_ERR_INVALID_ARGUMENT && set == 99 ? 0 : 1;
 }
 
+static int errors(void) {
+  int failures = 0;
+  tutti_init_options_t options = TUTTI_INIT_OPTIONS_INIT;
+  options.rank = me;
+  tutti_runtime_t rt = NULL;
+  tutti_status_t status = tutti_mpi_init(MPI_COMM_WORLD, &options, &rt);
+  printf("rank %d: named rank: %d %s\n", me, (int)status, tutti_last_error());
+  failures += status != TUTTI_ERR_INVALID_ARGUMENT;
+  status = tutti_mpi_finalize(NULL);
+  printf("rank %d: finalize NULL: %d %s\n", me, (int)status, tutti_last_error());
+  failures += status != TUTTI_ERR_INVALID_ARGUMENT;
+  int32_t set = 0;
+  status = tutti_process_set_from_comm(NULL, MPI_COMM_WORLD, 0, &set);
+  printf("rank %d: from_comm NULL: %d %s\n", me, (int)status, tutti_last_error());
+  failures += status != TUTTI_ERR_INVALID_ARGUMENT;
+  CHECK(tutti_mpi_init(MPI_COMM_WORLD, NULL, &rt));
+  status = tutti_process_set_from_comm(rt, MPI_COMM_WORLD, 0, NULL);
+  printf("rank %d: set_id NULL: %d %s\n", me, (int)status, tutti_last_error());
+  failures += status != TUTTI_ERR_INVALID_ARGUMENT;
+  CHECK(tutti_mpi_finalize(rt));
+  return failures;
+}
+
 int main(int argc, char** argv) {
   const char* scenario = argc > 1 ? argv[1] : "world";
   if (strcmp(scenario, "no_init") == 0) {
@@ -167,6 +191,7 @@ int main(int argc, char** argv) {
   if (strcmp(scenario, "world") == 0) failures = world();
   else if (strcmp(scenario, "modes") == 0) failures = modes();
   else if (strcmp(scenario, "disagree") == 0) failures = disagree();
+  else if (strcmp(scenario, "errors") == 0) failures = errors();
   else {
     fprintf(stderr, "unknown scenario %s\n", scenario);
     failures = 1;

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, job_env, run_at_once
+from conftest import BUILD, job_env, lines_of, run_at_once, run_job
 
 WORKER = os.path.join(BUILD, "tests", "mpi_mode_worker")
 MPIRUN = shutil.which("mpirun")
@@ -156,3 +156,48 @@ def test_horovod_process_sets_from_mpi4py_communicators(mode, expected):
         # mpirun may splice lines of different ranks: look for each rank's text anywhere.
         assert f"rank {r}: {line} comm 2 world 4" in result.stdout, result.stdout
         assert f"rank {r}: ok" in result.stdout, result.stdout
+
+
+def test_user_errors_are_named_on_every_rank():
+    need_mpi()
+    result = mpirun(2, "errors")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in range(2):
+        assert lines(result, r)[:4] == [
+            "named rank: -1 rank 0: options->rank and options->size must be -1 in MPI mode: they "
+            "come from the communicator",
+            "finalize NULL: -1 runtime was not made by tutti_mpi_init (finalize it with "
+            "tutti_finalize)",
+            "from_comm NULL: -1 runtime was not made by tutti_mpi_init",
+            "set_id NULL: -1 set_id is NULL"], result.stdout
+        assert "passed" in lines(result, r)
+
+
+def test_communicator_calls_outside_mpi_mode_and_a_ranks_list_as_comm_are_refused(tmp_path):
+    need_mpi()
+    script = tmp_path / "outside.py"
+    script.write_text(
+        "from mpi4py import MPI\n"
+        "import tutti, tutti.torch as hvd\n"
+        "try:\n"
+        "    hvd.init(comm=[0, 1])\n"
+        "except tutti.UnsupportedError as e:\n"
+        "    print('list:', e)\n"
+        "hvd.init()\n"
+        "for call in (lambda: tutti.process_set_from_comm(MPI.COMM_WORLD),\n"
+        "             lambda: tutti.process_set_comm(0)):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except tutti.InvalidArgumentError as e:\n"
+        "        print('outside:', e)\n"
+        "assert not hvd.mpi_enabled()\n"
+        "hvd.shutdown()\n")
+    result = run_job(2, str(script))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in range(2):
+        assert lines_of(result, r) == [
+            "list: init(comm=...) takes an mpi4py communicator (MPI mode); a list of ranks as the "
+            "world is not supported",
+            "outside: process sets from communicators need MPI mode: init(comm=MPI.COMM_WORLD)",
+            "outside: communicators of process sets need MPI mode: init(comm=MPI.COMM_WORLD)"], \
+            result.stdout
