@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,11 +45,13 @@ Status TuttidChild::Start(const std::string& binary, const std::string& bind, in
   if (pipe2(out, O_CLOEXEC) != 0)
     return Status(Code::kInternal, std::string("cannot start tuttid: pipe: ") + std::strerror(errno));
   // Built before fork: the child of a threaded process may only make async-signal-safe calls.
-  std::vector<std::string> args = {binary, "--bind", bind, "--log-level", "warn"};
+  // --exit-with-parent: tuttid ends with the thread that started it, even if that rank is killed.
+  std::vector<std::string> args = {binary, "--bind", bind, "--log-level", "warn",
+                                   "--exit-with-parent"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const pid_t parent = getpid();
+  child->Stop();
   const pid_t pid = fork();
   if (pid < 0) {
     close(out[0]);
@@ -58,16 +59,12 @@ Status TuttidChild::Start(const std::string& binary, const std::string& bind, in
     return Status(Code::kInternal, std::string("cannot start tuttid: fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    // Ends with the thread that started it, even if that rank is killed.
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(1);
     dup2(out[1], STDOUT_FILENO);
     signal(SIGPIPE, SIG_IGN);  // its stdout is read only up to the endpoint line
     execv(argv[0], argv.data());
     _exit(127);
   }
   close(out[1]);
-  child->Stop();
   child->pid_ = pid;
   // "tuttid listening on tcp://...\n"
   std::string text;

@@ -1,6 +1,7 @@
 // A job's own coordinator, started by one of its ranks when no tuttid was named (zero-setup
 // launch under mpirun today; docs/launchers.md): the `tuttid` binary as a child process that
-// ends with the thread that started it (PR_SET_PDEATHSIG) or when this object is destroyed.
+// ends with the thread that started it (tuttid --exit-with-parent) or when this object is
+// destroyed.
 // libtutti links no server code: the child is the same tuttid a cluster runs as a service.
 // Owned by the rank that started it; not thread-safe.
 #pragma once

@@ -23,6 +23,22 @@ def job_env(extra=None):
     return env
 
 
+def launcher_env(extra=None):
+    """job_env() without the TUTTI_* variables a job of this test runner's own may have set (the
+    library stays): for jobs an engine starts, which decides them itself (mpirun, torchrun, srun)."""
+    env = {k: v for k, v in job_env().items() if not k.startswith("TUTTI_") or k == "TUTTI_LIBRARY"}
+    env.update(extra or {})
+    return env
+
+
+def engine_missing(why):
+    """An engine or framework that cannot start here: a skip with `why`, a failure under CI=true
+    (CI's machine installs them all, so a skip there would hide a missing install step)."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"cannot be tested on CI: {why}")
+    pytest.skip(why)
+
+
 def run_job(np, script, *args, env=None, timeout=240):
     """Runs `script` (a path, or a file name under tests/python/workers) on `np` ranks; returns
     the CompletedProcess with the ranks' output lines ("[rank] ...") in stdout."""

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, job_env, run_job
+from conftest import ROOT, launcher_env, run_job
 
 SNIPPET = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
 RANKS = re.compile(r"tuttirun -np (\d+)")
@@ -41,10 +41,9 @@ def test_snippet_runs(code, tmp_path):
     if MPI_RANKS.search(first):
         from test_mpi_mode import MPIRUN, need_mpi
         need_mpi()
-        env = {k: v for k, v in job_env().items() if not k.startswith("TUTTI_") or k == "TUTTI_LIBRARY"}
         result = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np",
                                  MPI_RANKS.search(first).group(1), sys.executable, str(script)],
-                                env=env, capture_output=True, text=True, timeout=240)
+                                env=launcher_env(), capture_output=True, text=True, timeout=240)
         assert result.returncode == 0, result.stdout + result.stderr
         return
     ranks = int(RANKS.search(first).group(1)) if RANKS.search(first) else 2

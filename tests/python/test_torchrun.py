@@ -12,9 +12,8 @@ import socket
 import subprocess
 import sys
 
-import pytest
 
-from conftest import ROOT, job_env, run_at_once
+from conftest import ROOT, engine_missing, launcher_env, run_at_once
 
 SCRIPT = os.path.join(ROOT, "tests", "python", "workers", "torchrun_job.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1"]
@@ -24,15 +23,7 @@ def need_torch():
     try:
         import torch.distributed.run  # noqa: F401
     except ImportError as e:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"torchrun cannot be tested on CI: {e} (Debian: python3-torch)")
-        pytest.skip(f"no torch.distributed.run: {e}")
-
-
-def clean_env():
-    # MPI mode and the test runner's own job decide nothing here.
-    return {k: v for k, v in job_env().items()
-            if not k.startswith("TUTTI_") or k == "TUTTI_LIBRARY"}
+        engine_missing(f"no torch.distributed.run (Debian: python3-torch): {e}")
 
 
 def free_port():
@@ -55,7 +46,7 @@ def check_job(out):
 def test_standalone():
     need_torch()
     result = subprocess.run(TORCHRUN + ["--standalone", "--nproc_per_node", "2", SCRIPT],
-                            env=clean_env(), capture_output=True, text=True, timeout=240,
+                            env=launcher_env(), capture_output=True, text=True, timeout=240,
                             cwd=os.environ.get("TMPDIR", "/tmp"))
     assert result.returncode == 0, result.stdout + result.stderr
     check_job(result.stdout)
@@ -63,7 +54,7 @@ def test_standalone():
 
 def test_static_rendezvous_and_two_jobs_at_once():
     need_torch()
-    for code, out, err in run_at_once([static(free_port()), static(free_port())], clean_env(),
+    for code, out, err in run_at_once([static(free_port()), static(free_port())], launcher_env(),
                                       cwd=os.environ.get("TMPDIR", "/tmp")):
         assert code == 0, out + err
         check_job(out)
@@ -78,7 +69,7 @@ def test_init_before_init_process_group():
     need_torch()
     # Static rendezvous: torchrun's agent serves MASTER_PORT from the start
     # (TORCHELASTIC_USE_AGENT_STORE), so tutti needs no init_process_group first.
-    result = subprocess.run(static(free_port(), "early"), env=clean_env(), capture_output=True,
+    result = subprocess.run(static(free_port(), "early"), env=launcher_env(), capture_output=True,
                             text=True, timeout=240, cwd=os.environ.get("TMPDIR", "/tmp"))
     assert result.returncode == 0, result.stdout + result.stderr
     for r in (0, 1):
@@ -86,7 +77,7 @@ def test_init_before_init_process_group():
     # --standalone (c10d rendezvous): the store at MASTER_PORT is rank 0's init_process_group's,
     # which has not run: every rank times out, naming the remedy.
     result = subprocess.run(TORCHRUN + ["--standalone", "--nproc_per_node", "2", SCRIPT, "early"],
-                            env=clean_env(), capture_output=True, text=True, timeout=240,
+                            env=launcher_env(), capture_output=True, text=True, timeout=240,
                             cwd=os.environ.get("TMPDIR", "/tmp"))
     assert result.returncode == 0, result.stdout + result.stderr
     for r in (0, 1):
