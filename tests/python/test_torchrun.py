@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 
-
 from conftest import ROOT, engine_missing, launcher_env, run_at_once
 
 SCRIPT = os.path.join(ROOT, "tests", "python", "workers", "torchrun_job.py")
