@@ -46,8 +46,9 @@ Status TuttidChild::Start(const std::string& binary, const std::string& bind, in
     return Status(Code::kInternal, std::string("cannot start tuttid: pipe: ") + std::strerror(errno));
   // Built before fork: the child of a threaded process may only make async-signal-safe calls.
   // --exit-with-parent: tuttid ends with the thread that started it, even if that rank is killed.
+  // --exit-when-idle: it also ends once the job has, so that its rank need not stop it first.
   std::vector<std::string> args = {binary, "--bind", bind, "--log-level", "warn",
-                                   "--exit-with-parent"};
+                                   "--exit-with-parent", "--exit-when-idle"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -113,6 +114,20 @@ Status TuttidChild::Start(const std::string& binary, const std::string& bind, in
   return Status::Ok();
 }
 
+bool TuttidChild::WaitForExit(int64_t timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (pid_ > 0) {
+    const pid_t r = waitpid(pid_, nullptr, WNOHANG);
+    if (r == pid_ || (r < 0 && errno == ECHILD)) {
+      pid_ = -1;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    usleep(10 * 1000);
+  }
+  return true;
+}
+
 void TuttidChild::Stop() {
   if (pid_ <= 0) return;
   kill(pid_, SIGTERM);
@@ -150,6 +165,32 @@ std::string FindTuttid(const void* anchor) {
     }
   }
   return "";
+}
+
+Status StartJobCoordinator(const void* anchor, bool one_host, int64_t timeout_ms,
+                           TuttidChild* child, std::string* endpoint) {
+  const std::string binary = FindTuttid(anchor);
+  if (binary.empty())
+    return Status(Code::kInvalidArgument,
+                  "no coordinator named (TUTTI_COORDINATOR) and no tuttid to start: set "
+                  "TUTTI_TUTTID, or put tuttid beside libtutti.so or on PATH");
+  std::string advertised;
+  if (!one_host) {
+    advertised = AdvertisedHost();
+    if (advertised.empty())
+      return Status(Code::kInvalidArgument,
+                    "the job spans hosts and this one has no non-loopback IPv4 address for its "
+                    "coordinator: set TUTTI_COORDINATOR_HOST (or TUTTI_COORDINATOR)");
+  }
+  TUTTI_RETURN_IF_ERROR(TuttidChild::Start(
+      binary, one_host ? "tcp://127.0.0.1:*" : "tcp://0.0.0.0:*", timeout_ms, child));
+  *endpoint = child->endpoint();
+  if (!one_host) {
+    // tcp://0.0.0.0:PORT: the others reach it at this host's address.
+    const size_t colon = endpoint->rfind(':');
+    *endpoint = "tcp://" + advertised + endpoint->substr(colon);
+  }
+  return Status::Ok();
 }
 
 Status RandomToken(std::string* token) {

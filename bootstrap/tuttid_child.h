@@ -1,7 +1,8 @@
 // A job's own coordinator, started by one of its ranks when no tuttid was named (zero-setup
-// launch under mpirun today; docs/launchers.md): the `tuttid` binary as a child process that
-// ends with the thread that started it (tuttid --exit-with-parent) or when this object is
-// destroyed.
+// launch: MPI mode, and PMIx/PMI2 launchers through zero_setup.h; docs/launchers.md): the
+// `tuttid` binary as a child process that ends with the thread that started it (tuttid
+// --exit-with-parent), once every job it served has ended (--exit-when-idle), or when this
+// object is destroyed.
 // libtutti links no server code: the child is the same tuttid a cluster runs as a service.
 // Owned by the rank that started it; not thread-safe.
 #pragma once
@@ -29,6 +30,9 @@ class TuttidChild {
   // The endpoint it listens on, as tuttid printed it (tcp://ADDRESS:PORT).
   const std::string& endpoint() const { return endpoint_; }
   bool running() const { return pid_ > 0; }
+  // Waits up to `timeout_ms` for it to exit by itself (--exit-when-idle) and reaps it; whether
+  // it did.
+  bool WaitForExit(int64_t timeout_ms);
   // SIGTERM, then SIGKILL if it has not exited within 5 s; reaps it.
   void Stop();
 
@@ -40,6 +44,12 @@ class TuttidChild {
 // Where tuttid is: TUTTI_TUTTID, else `tuttid` beside the shared object holding `anchor`, or in
 // ../bin from it, else the first `tuttid` on PATH. Empty when none is found.
 std::string FindTuttid(const void* anchor);
+
+// Starts the job's own coordinator on its first rank: the tuttid FindTuttid(anchor) finds,
+// bound to 127.0.0.1 when `one_host`, else to every interface and advertised at
+// AdvertisedHost(); `*endpoint` is where the job's ranks reach it.
+Status StartJobCoordinator(const void* anchor, bool one_host, int64_t timeout_ms,
+                           TuttidChild* child, std::string* endpoint);
 
 // A fresh random job token (32 hex digits from the kernel's CSPRNG).
 Status RandomToken(std::string* token);

@@ -10,10 +10,14 @@
 #include <cstdint>
 #include <memory>
 
+#include "bootstrap/zero_setup.h"
 #include "client/runtime.h"
 #include "tutti/tutti.h"
 
 struct tutti_runtime {
+  // Where tutti_init bootstrapped through the launcher (zero_setup.h): on rank 0, the job's
+  // coordinator. Declared first, so that it outlives the runtime that talks to it.
+  std::unique_ptr<tutti::bootstrap::ZeroSetup> zero_setup;
   std::unique_ptr<tutti::client::Runtime> runtime;  // knows its owning process: owner()
 };
 

@@ -3,6 +3,7 @@
 // field is left to the environment and the defaults, which client::ResolveOptions applies). The
 // handle it returns belongs to the caller until tutti_finalize destroys it; tutti_abort only
 // fails what is pending and leaves the handle valid, so finalize still follows it.
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -63,10 +64,25 @@ TUTTI_API tutti_status_t tutti_init(const tutti_init_options_t* options, tutti_r
     if (o.timeline_path) requested.timeline = o.timeline_path;
     if (o.transport) requested.transport = o.transport;
 
+    auto handle = std::make_unique<tutti_runtime>();
+    if (bootstrap::ZeroSetup::Wanted(requested.coordinator)) {
+      // Before the options are resolved: the coordinator and token may come from the launcher.
+      const char* env_timeout = std::getenv("TUTTI_TIMEOUT_MS");
+      const int64_t env_ms = env_timeout != nullptr ? std::atoll(env_timeout) : 0;
+      const int64_t timeout_ms = o.timeout_ms > 0 ? o.timeout_ms
+                                 : env_ms > 0     ? env_ms
+                                                  : client::kDefaultTimeoutMs;
+      Status status = bootstrap::ZeroSetup::Run(reinterpret_cast<const void*>(&tutti_init),
+                                                timeout_ms, &handle->zero_setup);
+      if (!status.ok()) return Report(status);
+      if (handle->zero_setup) {
+        requested.coordinator = handle->zero_setup->coordinator();
+        if (!requested.token) requested.token = handle->zero_setup->token();
+      }
+    }
     client::RuntimeOptions resolved;
     Status status = client::ResolveOptions(requested, &resolved);
     if (!status.ok()) return Report(status);
-    auto handle = std::make_unique<tutti_runtime>();
     status = client::Runtime::Create(resolved, &handle->runtime);
     if (!status.ok()) return Report(status);
     *runtime = handle.release();
@@ -85,6 +101,10 @@ TUTTI_API tutti_status_t tutti_abort(tutti_runtime_t runtime) {
 TUTTI_API tutti_status_t tutti_finalize(tutti_runtime_t runtime) {
   return Fenced(__func__, [&]() -> tutti_status_t {
     TUTTI_CHECK_RUNTIME(runtime);
+    // The runtime leaves the job first; a zero-setup rank 0 then lets the others leave too
+    // before its coordinator goes.
+    runtime->runtime.reset();
+    if (runtime->zero_setup) runtime->zero_setup->AwaitJobEnd();
     delete runtime;
     return TUTTI_OK;
   });

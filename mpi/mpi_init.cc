@@ -28,29 +28,9 @@ Status Bootstrap(const tutti_init_options_t& options, bool one_host, Session* se
     *job = "mpi-" + id.substr(0, 16);
   }
   if (!coordinator->empty() && *coordinator != "auto") return Status::Ok();
-  const std::string binary = bootstrap::FindTuttid(reinterpret_cast<const void*>(&tutti_init));
-  if (binary.empty())
-    return Status(Code::kInvalidArgument,
-                  "no coordinator named (TUTTI_COORDINATOR) and no tuttid to start: set "
-                  "TUTTI_TUTTID, or put tuttid beside libtutti.so or on PATH");
-  std::string advertised;
-  if (!one_host) {
-    advertised = bootstrap::AdvertisedHost();
-    if (advertised.empty())
-      return Status(Code::kInvalidArgument,
-                    "the job spans hosts and this one has no non-loopback IPv4 address for its "
-                    "coordinator: set TUTTI_COORDINATOR_HOST (or TUTTI_COORDINATOR)");
-  }
   const int64_t timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 60000;
-  TUTTI_RETURN_IF_ERROR(bootstrap::TuttidChild::Start(
-      binary, one_host ? "tcp://127.0.0.1:*" : "tcp://0.0.0.0:*", timeout_ms, &session->coordinator));
-  *coordinator = session->coordinator.endpoint();
-  if (!one_host) {
-    // tcp://0.0.0.0:PORT: the others reach it at this host's address.
-    const size_t colon = coordinator->rfind(':');
-    *coordinator = "tcp://" + advertised + coordinator->substr(colon);
-  }
-  return Status::Ok();
+  return bootstrap::StartJobCoordinator(reinterpret_cast<const void*>(&tutti_init), one_host,
+                                        timeout_ms, &session->coordinator, coordinator);
 }
 
 }  // namespace

@@ -115,8 +115,10 @@ struct Coordinator::Impl {
   }
 
   // Never blocks: a client that stops reading must not stall every other job. Frames to a peer
-  // that is gone (EHOSTUNREACH) or that left kSendQueueFrames unread (EAGAIN) are dropped, and
-  // counted in one warning a second at most. A peer that is gone is reported to the core, which
+  // that left kSendQueueFrames unread (EAGAIN) or that is gone (EHOSTUNREACH) are dropped and
+  // counted, in one line a second at most. The first is a rank in trouble: a warning. The second
+  // is what every job's end looks like (the ranks that finalize last are told of the first ones
+  // after they closed their sockets): info. A peer that is gone is reported to the core, which
   // declares a rank behind it lost at its next Tick.
   void Send(Outbox& out) {
     for (Outgoing& o : out) {
@@ -124,16 +126,24 @@ struct Coordinator::Impl {
       try {
         if (!socket.send(zmq::buffer(o.peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
             !socket.send(zmq::buffer(payload), zmq::send_flags::dontwait))
-          ++dropped;
+          ++dropped_unread;
       } catch (const zmq::error_t& e) {
-        ++dropped;
-        if (e.num() == EHOSTUNREACH) core.Unreachable(o.peer);
+        if (e.num() == EHOSTUNREACH) {
+          ++dropped_gone;
+          core.Unreachable(o.peer);
+        } else {
+          ++dropped_unread;
+        }
       }
     }
     out.clear();
-    if (dropped > 0 && Clock::now() - last_drop_warning >= std::chrono::seconds(1)) {
-      spdlog::warn("dropped {} frames to ranks that disconnected or stopped reading", dropped);
-      dropped = 0;
+    if ((dropped_unread > 0 || dropped_gone > 0) &&
+        Clock::now() - last_drop_warning >= std::chrono::seconds(1)) {
+      if (dropped_unread > 0)
+        spdlog::warn("dropped {} frames to ranks that stopped reading", dropped_unread);
+      if (dropped_gone > 0)
+        spdlog::info("dropped {} frames to ranks that disconnected", dropped_gone);
+      dropped_unread = dropped_gone = 0;
       last_drop_warning = Clock::now();
     }
   }
@@ -178,7 +188,7 @@ struct Coordinator::Impl {
   zmq::socket_t monitor;  // socket's closed connections
   std::string endpoint;
   int wakeup = -1;
-  uint64_t dropped = 0;
+  uint64_t dropped_unread = 0, dropped_gone = 0;
   Clock::time_point last_drop_warning{};
 };
 
@@ -205,6 +215,7 @@ void Coordinator::Run() {
   const size_t monitor_item = items.size();
   items.push_back({s.monitor.handle(), 0, ZMQ_POLLIN, 0});
   std::vector<Clock::time_point> rechecks;  // when to check the connections again, ascending
+  bool served = false;  // exit_when_idle: a job has come
   while (true) {
     if (s.options.on_iteration) s.options.on_iteration();
     auto now = Clock::now();
@@ -254,6 +265,11 @@ void Coordinator::Run() {
     if (s.timeline && Clock::now() - last_flush >= kTimelineFlush) {
       s.timeline->Flush();
       last_flush = Clock::now();
+    }
+    served |= s.core.job_count() > 0;
+    if (s.options.exit_when_idle && served && s.core.job_count() == 0) {
+      spdlog::info("coordinator stopping: every job it served has ended (--exit-when-idle)");
+      break;
     }
   }
   // Tell every rank, so that their requests fail now rather than at the end of their lease. The

@@ -35,6 +35,9 @@ struct CoordinatorOptions {
   int64_t stall_shutdown_ms = 0;
   // Where to write the negotiation timeline (Chrome trace JSON); empty: none.
   std::string timeline;
+  // A job's own coordinator (tuttid --exit-when-idle): Run() returns once it has served a job and
+  // no job is left, so that the rank that started it need not stop it while others still talk.
+  bool exit_when_idle = false;
 
   // Floods (docs/security.md): tensors one job may have announced by some members only;
   // registrations a second (and burst) from one address; jobs one address may have waiting for

@@ -142,6 +142,10 @@ void DefineOptions(CLI::App& app, Settings& s) {
                "stop (as on SIGTERM) when the process that started tuttid ends: a job's own "
                "coordinator, started by one of its ranks (docs/launchers.md)")
       ->configurable(false);
+  app.add_flag("--exit-when-idle", s.coordinator.exit_when_idle,
+               "stop once every job it has served has ended (all their ranks left, or the job "
+               "failed): a job's own coordinator, started by one of its ranks")
+      ->configurable(false);
   app.add_option("--log-level", s.log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))

@@ -1,7 +1,9 @@
 """tutti under a real single-host Slurm (slurm_cluster.py): srun of a Python and of a C job with
-process sets, identity and local rank from Slurm's variables; sbatch of a job script that runs
-tuttirun; a job cancelled with scancel, whose tasks end and leave nothing behind. The jobs use a
-standalone tuttid (zero-setup under srun is not built yet: docs/launchers.md)."""
+process sets, identity and local rank from Slurm's variables, against a standalone tuttid and with
+none (zero-setup through srun's PMI2 and PMIx: rank 0 starts the job's tuttid); two zero-setup
+steps at once; the error every task reports when srun offers no exchange; losing rank 0 of a
+zero-setup job; sbatch of a job script that runs tuttirun; a job cancelled with scancel, whose
+tasks end and leave nothing behind."""
 import os
 import subprocess
 import sys
@@ -9,10 +11,11 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, engine_missing, launcher_env
+from conftest import BUILD, ROOT, engine_missing, launcher_env, run_at_once
 from slurm_cluster import SlurmCluster, missing_tools
 
 WORKER = os.path.join(ROOT, "tests", "python", "workers", "slurm_job.py")
+ZERO_SETUP = os.path.join(ROOT, "tests", "python", "workers", "zero_setup_job.py")
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +66,56 @@ def test_srun_of_a_c_job(cluster, tuttid):
     for task in range(4):
         line = next((l for l in result.stdout.splitlines() if l.startswith(f"rank {task}: ")), "")
         assert line.endswith("verified: ok"), result.stdout
+
+
+def zero_setup_env(cluster):
+    """No TUTTI_COORDINATOR: the job bootstraps through srun (docs/launchers.md, "Zero-setup")."""
+    return launcher_env({"SLURM_CONF": cluster.conf})
+
+
+def srun(cluster, *args, timeout=240):
+    return subprocess.run(["srun", *args], env=zero_setup_env(cluster), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_zero_setup_of_a_c_job_through_pmi2(cluster):
+    result = srun(cluster, "--mpi=pmi2", "-n", "4", os.path.join(BUILD, "example_process_sets"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for task in range(4):
+        line = next((l for l in result.stdout.splitlines() if l.startswith(f"rank {task}: ")), "")
+        assert line.endswith("verified: ok"), result.stdout + result.stderr
+
+
+def test_zero_setup_of_a_python_job_through_pmix(cluster):
+    result = srun(cluster, "--mpi=pmix", "-n", "4", sys.executable, ZERO_SETUP, "sets")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for task in range(4):
+        assert f"rank {task}: size 4 set sum {2 if task % 2 == 0 else 4} world 4" \
+            in result.stdout, result.stdout + result.stderr
+
+
+def test_two_zero_setup_steps_at_once_never_collide(cluster):
+    command = ["srun", "--mpi=pmi2", "-n", "2", sys.executable, ZERO_SETUP, "sets"]
+    for code, out, err in run_at_once([command, command], zero_setup_env(cluster), timeout=240):
+        assert code == 0, out + err
+        assert out.count("world 2") == 2, out + err
+
+
+def test_srun_without_an_exchange_names_the_remedy_on_every_task(cluster):
+    result = srun(cluster, "-n", "2", sys.executable, ZERO_SETUP, "init-error")
+    assert result.returncode != 0
+    for task in range(2):
+        assert (f"rank {task}: InvalidArgumentError: no coordinator: srun gave this task neither "
+                f"PMIx nor PMI2, through which rank 0 hands the others the coordinator it starts; "
+                f"run srun with --mpi=pmix or --mpi=pmi2, or set TUTTI_COORDINATOR to a running "
+                f"tuttid") in result.stdout, result.stdout + result.stderr
+
+
+def test_losing_rank_0_of_a_zero_setup_job_loses_the_coordinator(cluster):
+    # Slurm lets the other tasks run on (no --kill-on-bad-exit); rank 0's tuttid ends with it.
+    result = srun(cluster, "--mpi=pmi2", "-n", "3", sys.executable, ZERO_SETUP, "lose-rank0")
+    for task in (1, 2):
+        assert f"rank {task}: CoordinatorLostError" in result.stdout, result.stdout + result.stderr
 
 
 def test_sbatch_of_a_script_that_runs_tuttirun(cluster, tmp_path):
