@@ -102,6 +102,13 @@ TEST(CApi, InitArgumentErrors) {
   EXPECT_EQ(LastError(),
             "no coordinator: set TUTTI_COORDINATOR (e.g. tcp://127.0.0.1:5555) or "
             "options.coordinator");
+  // "auto" asks for zero-setup, which needs a launcher's exchange (docs/launchers.md).
+  setenv("TUTTI_COORDINATOR", "auto", 1);
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(),
+            "TUTTI_COORDINATOR=auto: no launcher offers an exchange here (PMIx or PMI2); start "
+            "the ranks with mpirun or srun --mpi=pmix, or name a running tuttid");
+  unsetenv("TUTTI_COORDINATOR");
 
   options.coordinator = "tcp://127.0.0.1:1";
   options.rank = 2;

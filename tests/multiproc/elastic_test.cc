@@ -36,7 +36,10 @@ TEST(Elastic, KilledRankReformsTheJobAndOnlyItsSetsNotice) {
   for (int r : {0, 2}) {
     auto lost = ranks[r]->ReadUntil("lost ", In(60));
     ASSERT_TRUE(lost) << ranks[r]->transcript();
-    EXPECT_TRUE(StartsWith(*lost, "-20 " + reformed + " while 'tick.")) << *lost;
+    // tuttid names the tick it held; a tick not yet announced (a lane still batching it, under
+    // load) fails on the rank with the re-formation alone.
+    EXPECT_TRUE(*lost == "-20 " + reformed || StartsWith(*lost, "-20 " + reformed + " while 'tick."))
+        << *lost;
     auto set2 = ranks[r]->ReadUntil("set 2 sum ", In(60));
     ASSERT_TRUE(set2) << ranks[r]->transcript();
     EXPECT_EQ(*set2, "2");

@@ -58,6 +58,17 @@ def test_invalid_config_is_refused_naming_the_key(tmp_path, content, message):
     assert result.stderr.strip() == f"tuttid: config file {config}: {message}"
 
 
+def test_exit_when_idle_ends_once_the_job_it_served_has_ended(tuttid_factory):
+    # A job's own coordinator (zero-setup, docs/launchers.md) ends by itself after its job.
+    t = tuttid_factory("--exit-when-idle")
+    tuttirun = os.path.join(os.path.dirname(TUTTID), "tuttirun")
+    job = subprocess.run([tuttirun, "--coordinator", t.endpoint, "-np", "2",
+                          os.path.join(os.path.dirname(TUTTID), "example_process_sets")],
+                         capture_output=True, text=True, timeout=120)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert t.process.wait(timeout=60) == 0, t.stderr()
+
+
 def test_missing_config_file_is_refused(tmp_path):
     result = run_tuttid("--config", str(tmp_path / "absent.toml"))
     assert result.returncode == 2
