@@ -19,8 +19,8 @@ namespace tutti::bootstrap {
 
 class ZeroSetup {
  public:
-  // Whether tutti_init should bootstrap: no coordinator in the options (`named`) and
-  // TUTTI_COORDINATOR unset, empty or "auto".
+  // Whether tutti_init should bootstrap: no coordinator in the options (`named`; "auto" counts
+  // as none) and TUTTI_COORDINATOR unset, empty or "auto".
   static bool Wanted(const std::optional<std::string>& named);
 
   // Collective over the launcher's job. Ok with `*out` empty where no launcher offers an

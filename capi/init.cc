@@ -65,6 +65,7 @@ TUTTI_API tutti_status_t tutti_init(const tutti_init_options_t* options, tutti_r
     if (o.transport) requested.transport = o.transport;
 
     auto handle = std::make_unique<tutti_runtime>();
+    if (requested.coordinator == "auto") requested.coordinator.reset();  // as if unset
     if (bootstrap::ZeroSetup::Wanted(requested.coordinator)) {
       // Before the options are resolved: the coordinator and token may come from the launcher.
       const char* env_timeout = std::getenv("TUTTI_TIMEOUT_MS");
