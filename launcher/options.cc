@@ -120,7 +120,6 @@ void AddHostOptions(CLI::App& app, Options& opts, std::string& hosts_text, std::
                  "The private key ssh authenticates with");
   app.add_option("--ssh-option", opts.ssh.options,
                  "An ssh option (-o OPTION), e.g. --ssh-option User=alice; repeatable")
-      ->expected(1)
       ->allow_extra_args(false);
   app.add_option("--start-timeout", opts.start_timeout_s,
                  "Seconds every remote host has to answer ssh before any rank starts")
@@ -132,7 +131,6 @@ void AddHostOptions(CLI::App& app, Options& opts, std::string& hosts_text, std::
   app.add_option("-x,--env", opts.exports,
                  "NAME: also forward tuttirun's NAME to remote ranks; NAME=VALUE: set it for "
                  "every rank; repeatable (mpirun's -x)")
-      ->expected(1)
       ->allow_extra_args(false);
   app.add_flag("--verbose", opts.verbose,
                "Say where the coordinator listens and which ssh command starts each remote rank");

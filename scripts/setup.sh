@@ -23,6 +23,7 @@ packages=(
   python3-venv python3-setuptools python3-wheel python3-pip  # its pip-install test
   openmpi-bin libopenmpi-dev python3-mpi4py   # MPI mode (libtutti_mpi.so) and its mpirun tests
   slurmd slurmctld slurm-client munge         # a real single-host Slurm in tests/python/test_slurm.py
+  openssh-server openssh-client iproute2     # tuttirun across hosts: sshds in network namespaces (test_ssh_hosts.py)
 )
 
 missing=()
