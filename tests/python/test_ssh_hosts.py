@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -64,8 +65,13 @@ def lines(out, rank, word):
     return [line[len(prefix):] for line in out.splitlines() if line.startswith(prefix)]
 
 
-def test_process_sets_share_memory_within_a_host_and_use_tcp_between_hosts(hosts):
+@pytest.mark.parametrize("first_host", ["remote", "localhost"])
+def test_process_sets_share_memory_within_a_host_and_use_tcp_between_hosts(hosts, first_host):
+    """Two remote hosts; or this machine (tuttirun's namespace) and a remote host, whose ranks
+    reach the local ones at the address tuttirun advertises."""
     a, b = hosts.addresses
+    if first_host == "localhost":
+        a = "localhost"
     mark = marker()
     code, out, err = run(hosts, "-H", f"{a}:2,{b}:2", sys.executable, WORKER, "collectives", mark)
     assert code == 0, out + err
@@ -81,9 +87,8 @@ def test_process_sets_share_memory_within_a_host_and_use_tcp_between_hosts(hosts
                  (line.split() for line in lines(out, rank, "link"))}
         assert links == {peer: ("shm" if host_of[peer] == host_of[rank] else "tcp", "True")
                          for peer in range(4) if peer != rank}, out
-    # The two hosts really are two network namespaces, neither of them tuttirun's.
+    # The two hosts really are two network namespaces.
     assert netns[0] == netns[1] != netns[2] == netns[3]
-    assert os.readlink("/proc/self/ns/net") not in netns.values()
     assert left_behind(mark) == []
 
 
@@ -125,6 +130,36 @@ def test_sigterm_to_tuttirun_stops_the_remote_ranks(hosts):
     assert code == 128 + signal.SIGTERM, err
     assert "tuttirun: received signal 15; stopping the ranks" in err.splitlines()
     assert left_behind(mark) == []
+
+
+def test_remote_ranks_end_when_tuttirun_is_killed(hosts):
+    """SIGKILL leaves tuttirun no say: its pipes to the ssh clients close, each remote wrapper
+    reads end of file and stops its rank (TERM, KILL 5 s later), and ssh ends with it."""
+    a, b = hosts.addresses
+    mark = marker()
+    job = subprocess.Popen(tuttirun(hosts, "-H", f"{a}:1,{b}:1", sys.executable, WORKER, "wait",
+                                    mark),
+                           env=job_env(), text=True, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+    try:
+        ready = 0
+        for line in job.stdout:
+            ready += line.rstrip().endswith("] ready")
+            if ready == 2:
+                break
+        assert ready == 2, "tuttirun ended before every rank was ready"
+        job.kill()  # tuttirun alone: its ssh clients live on, and their stdin reaches its end
+        job.wait()
+        # Nothing tuttirun could do: the end comes asynchronously, bounded by the wrapper's TERM
+        # (the ranks die at once) and at worst its KILL 5 s later.
+        deadline = time.monotonic() + 60
+        while left_behind(mark) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert left_behind(mark) == []
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
 
 
 def test_an_unreachable_host_fails_before_any_rank_starts(hosts):
