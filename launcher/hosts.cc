@@ -34,9 +34,10 @@ std::string HostNameProblem(const std::string& name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '.' || c == '-' || c == '_' || c == '@';
     if (!ok) {
-      return c == ':' ? "host '" + name + "': IPv6 addresses are not supported; give the host's name"
-                      : "host '" + name + "' has a character a host name cannot have ('" +
-                            std::string(1, c) + "')";
+      if (c == ':')
+        return "host '" + name + "': IPv6 addresses are not supported; give the host's name";
+      return "host '" + name + "' has a character a host name cannot have ('" +
+             std::string(1, c) + "')";
     }
   }
   return "";

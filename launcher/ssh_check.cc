@@ -77,13 +77,13 @@ std::vector<UnreachableHost> CheckReachable(const SshSettings& settings,
     c.Reap();
     const int status = c.wait_status();
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
-    unreachable.push_back(
-        {hosts[i], !last_error[i].empty()
-                       ? last_error[i]
-                       : "ssh " + std::string(WIFEXITED(status) ? "exited with status " +
-                                                                      std::to_string(WEXITSTATUS(status))
-                                                                : "was killed by signal " +
-                                                                      std::to_string(WTERMSIG(status)))});
+    // ssh says why on stderr; a silent failure is described by its status.
+    std::string reason = last_error[i];
+    if (reason.empty() && WIFEXITED(status))
+      reason = "ssh exited with status " + std::to_string(WEXITSTATUS(status));
+    else if (reason.empty())
+      reason = "ssh was killed by signal " + std::to_string(WTERMSIG(status));
+    unreachable.push_back({hosts[i], reason});
   }
   return unreachable;
 }

@@ -614,13 +614,15 @@ std::string Usage(const std::string& problem) {
 TEST(TuttirunHosts, UsageErrorsSayWhatIsWrong) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"-H", "a:2,b:2", "-np", "5", "true"}, "-np 5 is more than the 4 slots of the hosts (-H)"},
-      {{"-H", "a:2,b:2", "--hostfile", "/x", "true"}, "-H and --hostfile are alternatives: give one"},
+      {{"-H", "a:2,b:2", "--hostfile", "/x", "true"},
+       "-H and --hostfile are alternatives: give one"},
       {{"-H", "a:1", "--min-np", "1", "--host-discovery-script", "echo a", "true"},
        "-H/--hostfile and --host-discovery-script are alternatives: give one"},
       {{"-H", "a:x", "true"},
        "-H 'a:x': 'a:x': slots must be a number from 1 to 1048576 (expected "
        "HOST:SLOTS,HOST:SLOTS,...)"},
-      {{"--hostfile", "/nonexistent/hosts", "true"}, "--hostfile /nonexistent/hosts: cannot be read"},
+      {{"--hostfile", "/nonexistent/hosts", "true"},
+       "--hostfile /nonexistent/hosts: cannot be read"},
       {{"-np", "2", "-p", "2222", "true"},
        "-p, -i, --ssh-option, --start-timeout and --network-interface are for jobs across hosts: "
        "give -H or --hostfile"},

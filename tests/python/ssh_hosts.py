@@ -121,7 +121,8 @@ class SshHosts:
             _run("ip", "-n", ns, "link", "set", "eth0", "up")
 
     def _make_keys(self):
-        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(self.dir, "host_key"))
+        host_key = os.path.join(self.dir, "host_key")
+        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", host_key)
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", self.key)
         shutil.copy(self.key + ".pub", os.path.join(self.dir, "authorized_keys"))
         # sshd refuses to start without its privilege separation directory, which systemd

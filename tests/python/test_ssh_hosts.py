@@ -188,10 +188,18 @@ def test_forwards_the_environment_it_should_and_places_ranks_as_horovodrun(hosts
         hostfile = os.path.join(cwd, "hosts")
         with open(hostfile, "w") as f:
             f.write(f"# two hosts, one slot each\n{a} slots=1\n{b} slots=1\n")
-        code, out, err = run(hosts, "--hostfile", hostfile, "-x", "SSH_TEST_EXPLICIT",
-                             "-x", "SSH_TEST_SET=set by -x", sys.executable, WORKER, "env",
-                             marker(), *names, env=env, cwd=cwd)
+        code, out, err = run(hosts, "--verbose", "--hostfile", hostfile,
+                             "-x", "SSH_TEST_EXPLICIT", "-x", "SSH_TEST_SET=set by -x",
+                             sys.executable, WORKER, "env", marker(), *names, env=env, cwd=cwd)
     assert code == 0, out + err
+    # --verbose: where the coordinator listens (every interface, advertised on the hosts' subnet)
+    # and each remote rank's ssh command.
+    said = err.splitlines()
+    assert any(line.startswith("tuttirun: coordinator listening on tcp://0.0.0.0:") and
+               f", given to the ranks as tcp://{ssh_hosts.SUBNET}.1:" in line for line in said), err
+    for rank, host in enumerate((a, b)):
+        assert any(line.startswith(f"tuttirun: rank {rank} on host '{host}': 'ssh' ") and
+                   f"'--' '{host}' 'exec env " in line for line in said), err
     for rank, host in enumerate((a, b)):
         assert lines(out, rank, "env") == [
             f"TUTTI_SSH_TEST={tricky!r}", "HOROVOD_SSH_TEST='h'", "NCCL_SSH_TEST='n'",
