@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <system_error>
 
+#include "launcher/ssh_command.h"
+
 namespace tutti::launcher {
 namespace {
 
@@ -37,9 +39,9 @@ void WriteAll(int fd, const char* s) {
   }
 }
 
-[[noreturn]] void ExecChild(char* const* argv, char* const* envp, int devnull, int out, int err,
+[[noreturn]] void ExecChild(char* const* argv, char* const* envp, int in, int out, int err,
                             const cpu_set_t* cpus) {
-  if (::dup2(devnull, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
+  if (::dup2(in, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
       ::dup2(err, STDERR_FILENO) < 0) {
     _exit(127);
   }
@@ -91,8 +93,11 @@ std::vector<char*> CStrings(const std::vector<std::string>& v) {
 }  // namespace
 
 RankProcess::~RankProcess() {
+  // A remote rank's end of file stops the remote program (its wrapper sees it once ssh is gone);
+  // ssh itself is killed here, not asked.
+  CloseFd(control_fd_);
   if (running()) {
-    Signal(SIGKILL);
+    ::kill(pid_, SIGKILL);
     Reap();
   }
   CloseFd(fds_[0]);
@@ -101,19 +106,43 @@ RankProcess::~RankProcess() {
 
 void RankProcess::Start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                         const cpu_set_t* cpus) {
+  Launch(argv, env, cpus, -1);
+}
+
+void RankProcess::StartRemote(const std::vector<std::string>& ssh_argv,
+                              const std::vector<std::string>& env) {
+  int control[2];
+  if (::pipe2(control, O_CLOEXEC) < 0) ThrowErrno("pipe");
+  try {
+    Launch(ssh_argv, env, nullptr, control[0]);
+  } catch (...) {
+    ::close(control[0]);
+    ::close(control[1]);
+    throw;
+  }
+  ::close(control[0]);
+  // Non-blocking: a few short lines never fill the pipe, and tuttirun must never wait on ssh.
+  ::fcntl(control[1], F_SETFL, ::fcntl(control[1], F_GETFL) | O_NONBLOCK);
+  control_fd_ = control[1];
+  remote_ = true;
+}
+
+void RankProcess::Launch(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const cpu_set_t* cpus, int stdin_fd) {
   // Everything the child needs is built before fork, so the child does not allocate.
   std::vector<char*> cargv = CStrings(argv);
   std::vector<char*> cenv = CStrings(env);
 
   // O_CLOEXEC everywhere: a rank must not inherit another rank's pipe ends, or that rank's
   // streams would not reach EOF until both had exited.
-  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull < 0) ThrowErrno("open /dev/null");
+  int child_stdin = stdin_fd >= 0 ? ::fcntl(stdin_fd, F_DUPFD_CLOEXEC, 0)
+                                   : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (child_stdin < 0) ThrowErrno(stdin_fd >= 0 ? "dup" : "open /dev/null");
   int out[2] = {-1, -1};
   int err[2] = {-1, -1};
   if (::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0) {
     const int e = errno;
-    for (int fd : {devnull, out[0], out[1], err[0], err[1]}) {
+    for (int fd : {child_stdin, out[0], out[1], err[0], err[1]}) {
       if (fd >= 0) ::close(fd);
     }
     errno = e;
@@ -124,10 +153,10 @@ void RankProcess::Start(const std::vector<std::string>& argv, const std::vector<
   sigfillset(&all);
   ::pthread_sigmask(SIG_BLOCK, &all, &old);
   pid_t pid = ::fork();
-  if (pid == 0) ExecChild(cargv.data(), cenv.data(), devnull, out[1], err[1], cpus);
+  if (pid == 0) ExecChild(cargv.data(), cenv.data(), child_stdin, out[1], err[1], cpus);
   const int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  ::close(devnull);
+  ::close(child_stdin);
   ::close(out[1]);
   ::close(err[1]);
   if (pid < 0) {
@@ -196,7 +225,19 @@ void RankProcess::Drain(const LineSink& sink) {
 }
 
 void RankProcess::Signal(int sig) {
-  if (running()) ::kill(pid_, sig);
+  if (!running()) return;
+  if (!remote_) {
+    ::kill(pid_, sig);
+    return;
+  }
+  if (control_fd_ < 0) return;  // already told KILL
+  std::string name = WrapperSignalName(sig);
+  if (name.empty()) name = "TERM";
+  name += '\n';
+  // A failed write (ssh already gone: EPIPE, which tuttirun ignores as a signal) changes
+  // nothing: ssh is ending and will be reaped.
+  (void)!::write(control_fd_, name.data(), name.size());
+  if (sig == SIGKILL) CloseFd(control_fd_);
 }
 
 bool RankProcess::TryReap() {
@@ -208,6 +249,7 @@ bool RankProcess::TryReap() {
     if (r == pid_) {
       reaped_ = true;
       wait_status_ = status;
+      CloseFd(control_fd_);
     } else if (r < 0) {
       // ECHILD: someone else reaped it; nothing is left to wait for.
       reaped_ = true;
@@ -225,6 +267,7 @@ void RankProcess::Reap() {
     reaped_ = true;
     wait_status_ = r == pid_ ? status : 0;
   }
+  CloseFd(control_fd_);
 }
 
 }  // namespace tutti::launcher

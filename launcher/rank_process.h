@@ -1,6 +1,8 @@
 // RankProcess: one rank's child process and the two pipes carrying its stdout and stderr.
 // tuttirun owns one per rank and drives them all from a single poll() loop, so nothing here
-// blocks except Reap().
+// blocks except Reap(). A rank on another host is a local `ssh` child started with
+// StartRemote(): it also owns the pipe to ssh's stdin, through which the rank is signalled
+// (launcher/ssh_command.h).
 #pragma once
 
 #include <sched.h>
@@ -35,6 +37,12 @@ class RankProcess {
   void Start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
              const cpu_set_t* cpus = nullptr);
 
+  // Starts `ssh_argv` (SshArgv of a RemoteRankCommand) with `env` as ssh's environment and a
+  // pipe as its stdin, kept open for Signal(): the remote wrapper takes a line naming a signal
+  // for the rank, and end of file for TERM, then KILL 5 s later. Throws as Start does.
+  void StartRemote(const std::vector<std::string>& ssh_argv, const std::vector<std::string>& env);
+  bool remote() const { return remote_; }
+
   int rank() const { return rank_; }
   const std::string& host() const { return host_; }
   // Stopped by tuttirun with `sig` because its host went away: its exit is no failure.
@@ -60,7 +68,10 @@ class RankProcess {
   // hang forever if it left a background process holding the write ends.
   void Drain(const LineSink& sink);
 
-  // Sends sig unless the child has already been reaped (its pid may belong to someone else).
+  // Sends sig unless the child has already been reaped (its pid may belong to someone else). A
+  // remote rank gets it through ssh's stdin (INT, TERM or KILL; a signal the wrapper does not
+  // know becomes TERM), and after KILL the pipe is closed, which stops the rank even if the line
+  // is lost; ssh then ends with the remote program, or within 30 s of a dead connection.
   void Signal(int sig);
 
   // Non-blocking waitpid; true once the child has been reaped (now or earlier).
@@ -75,6 +86,9 @@ class RankProcess {
 
  private:
   static int Index(Stream s) { return static_cast<int>(s); }
+  // `stdin_fd`: the child's stdin; -1 for /dev/null.
+  void Launch(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+              const cpu_set_t* cpus, int stdin_fd);
 
   // A partial line longer than this is handed over as if it ended, so that a rank printing
   // without newlines cannot make tuttirun's memory grow without bound.
@@ -88,6 +102,8 @@ class RankProcess {
   int wait_status_ = 0;
   int fds_[2] = {-1, -1};
   std::string partial_[2];
+  bool remote_ = false;
+  int control_fd_ = -1;  // a remote rank's pipe to ssh's stdin; -1 once closed
 };
 
 }  // namespace tutti::launcher

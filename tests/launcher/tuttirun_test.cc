@@ -601,3 +601,107 @@ TEST(Tuttirun, InvalidUsageExitsTwo) {
 }
 
 }  // namespace
+
+namespace {
+
+// ---- across hosts: what needs no ssh (tests/python/test_ssh_hosts.py has real sshds) ----
+
+// tuttirun's whole stderr for a usage error.
+std::string Usage(const std::string& problem) {
+  return "tuttirun: " + problem + "\nRun with --help for more information.\n";
+}
+
+TEST(TuttirunHosts, UsageErrorsSayWhatIsWrong) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"-H", "a:2,b:2", "-np", "5", "true"}, "-np 5 is more than the 4 slots of the hosts (-H)"},
+      {{"-H", "a:2,b:2", "--hostfile", "/x", "true"},
+       "-H and --hostfile are alternatives: give one"},
+      {{"-H", "a:1", "--min-np", "1", "--host-discovery-script", "echo a", "true"},
+       "-H/--hostfile and --host-discovery-script are alternatives: give one"},
+      {{"-H", "a:x", "true"},
+       "-H 'a:x': 'a:x': slots must be a number from 1 to 1048576 (expected "
+       "HOST:SLOTS,HOST:SLOTS,...)"},
+      {{"--hostfile", "/nonexistent/hosts", "true"},
+       "--hostfile /nonexistent/hosts: cannot be read"},
+      {{"-np", "2", "-p", "2222", "true"},
+       "-p, -i, --ssh-option, --start-timeout and --network-interface are for jobs across hosts: "
+       "give -H or --hostfile"},
+      {{"-np", "2", "-x", "A-B=1", "true"}, "-x 'A-B=1': 'A-B' is not a variable name"},
+      {{"-np", "2", "-x", "TUTTIRUN_TEST_SURELY_UNSET", "true"},
+       "-x TUTTIRUN_TEST_SURELY_UNSET: TUTTIRUN_TEST_SURELY_UNSET is not set in tuttirun's "
+       "environment"},
+      {{"-H", "localhost:1,remote-host:1", "--bind-to", "core", "true"},
+       "--bind-to core: tuttirun binds the ranks it starts on this machine only, and host "
+       "'remote-host' is another; give --bind-to auto or none"},
+      {{"-H", "remote-host:1", "--coordinator", "tcp://127.0.0.1:5555", "true"},
+       "--coordinator tcp://127.0.0.1:5555 is a loopback address, which host 'remote-host' "
+       "cannot reach"},
+      {{"-np", "2", "true"}, ""},  // the control case: valid, and runs
+  };
+  for (const auto& [args, problem] : cases) {
+    std::vector<std::string> full = {"--coordinator", kNoCoordinator};
+    if (std::find(args.begin(), args.end(), "--coordinator") != args.end()) full.clear();
+    full.insert(full.end(), args.begin(), args.end());
+    Tuttirun run(full);
+    if (problem.empty()) {
+      EXPECT_EQ(run.Wait(), 0) << run.err();
+      continue;
+    }
+    EXPECT_EQ(run.Wait(), 2) << ::testing::PrintToString(args);
+    EXPECT_EQ(run.err(), Usage(problem)) << ::testing::PrintToString(args);
+  }
+}
+
+TEST(TuttirunHosts, SaysWhenItCannotTellTheAddressRemoteRanksReachItAt) {
+  // Both before any ssh runs: exit status 1, as for an unreachable host.
+  Tuttirun interface({"-H", "remote-host:1", "--network-interface", "tutti-nope0", "true"});
+  EXPECT_EQ(interface.Wait(), 1);
+  EXPECT_EQ(interface.err(), "tuttirun: --network-interface tutti-nope0: no such interface here\n");
+  Tuttirun unresolvable({"-H", "tuttirun-test-host.invalid:1", "true"});
+  EXPECT_EQ(unresolvable.Wait(), 1);
+  EXPECT_EQ(unresolvable.err(),
+            "tuttirun: cannot tell which address of this machine host "
+            "'tuttirun-test-host.invalid' reaches it at (the name does not resolve here to "
+            "another machine); give --network-interface\n");
+}
+
+TEST(TuttirunHosts, HostsNamingThisMachineRunHereWithHorovodrunsNumbering) {
+  // Two "hosts" that are both this machine: each rank is told its host, and ranks are numbered
+  // per host as horovodrun numbers them. -np defaults to every slot.
+  Tuttirun run({"--coordinator", kNoCoordinator, "-H", "localhost:2,127.0.0.2:1", "sh", "-c",
+                "echo $TUTTI_RANK $TUTTI_SIZE $TUTTI_HOST_ID $HOROVOD_HOSTNAME $HOROVOD_LOCAL_RANK "
+                "$HOROVOD_LOCAL_SIZE $HOROVOD_CROSS_RANK $HOROVOD_CROSS_SIZE"});
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  const auto lines = Lines(run.out());
+  EXPECT_TRUE(Contains(lines, "[0] 0 3 localhost localhost 0 2 0 2")) << run.out();
+  EXPECT_TRUE(Contains(lines, "[1] 1 3 localhost localhost 1 2 0 1")) << run.out();
+  EXPECT_TRUE(Contains(lines, "[2] 2 3 127.0.0.2 127.0.0.2 0 1 1 2")) << run.out();
+}
+
+TEST(TuttirunHosts, AHostfileInHorovodrunsFormSizesTheJob) {
+  char path[] = "/tmp/tuttirun_hosts.XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = "# this machine, twice\nlocalhost slots=2\n127.0.0.3 slots=1\n";
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  // -hostfile: horovodrun's single-dash spelling.
+  Tuttirun run({"--coordinator", kNoCoordinator, "-hostfile", path, "sh", "-c",
+                "echo $TUTTI_SIZE $TUTTI_HOST_ID"});
+  EXPECT_EQ(run.Wait(), 0) << run.err();
+  ::unlink(path);
+  const auto lines = Lines(run.out());
+  EXPECT_EQ(lines.size(), 3u) << run.out();
+  EXPECT_TRUE(Contains(lines, "[2] 3 127.0.0.3")) << run.out();
+}
+
+TEST(TuttirunHosts, DashXSetsAVariableForEveryRank) {
+  Tuttirun run({"-np", "2", "--coordinator", kNoCoordinator, "-x", "TUTTIRUN_X=a b", "-x",
+                "TUTTI_RANK=ignored", "sh", "-c", "echo \"$TUTTIRUN_X\" $TUTTI_RANK"});
+  ASSERT_EQ(run.Wait(), 0) << run.err();
+  const auto lines = Lines(run.out());
+  EXPECT_TRUE(Contains(lines, "[0] a b 0")) << run.out();  // tuttirun's own variables win
+  EXPECT_TRUE(Contains(lines, "[1] a b 1")) << run.out();
+}
+
+}  // namespace

@@ -185,7 +185,8 @@ def test_without_a_limit_the_job_survives_serial_failures():
      "elastic jobs: give --min-np"),
     (["-np", "2", "--min-np", "3"], "--min-np 3 is more than -np 2"),
     (["-np", "3", "--min-np", "2", "--max-np", "2"], "--max-np 2 is less than -np 3"),
-    (["--min-np", "2"], "-np is required (or --host-discovery-script, which can size the job)"),
+    (["--min-np", "2"],
+     "-np is required (or -H, --hostfile or --host-discovery-script, which can size the job)"),
     (["--min-np", "1", "--host-discovery-script", "true", "--blacklist-cooldown-range", "5", "1"],
      "--blacklist-cooldown-range: MIN must not be more than MAX"),
 ])
