@@ -7,6 +7,7 @@
 
 #include "client/host_identity.h"
 #include "client/launcher_env.h"
+#include "common/local_address.h"
 #include "transport/route_planner.h"
 
 namespace tutti::client {

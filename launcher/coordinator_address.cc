@@ -5,7 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 
-#include "client/host_identity.h"
+#include "common/local_address.h"
 
 namespace tutti::launcher {
 namespace {
@@ -44,7 +44,7 @@ std::string AdvertisedAddress(const std::string& network_interface, const std::s
   // "user@host" is ssh's business; the route is toward the host. The port does not matter for
   // a route; any valid one will do.
   const std::string host = remote_host.substr(remote_host.find('@') + 1);
-  const std::string address = tutti::client::LocalAddressToward("tcp://" + host + ":22");
+  const std::string address = tutti::LocalAddressToward("tcp://" + host + ":22");
   if (address.rfind("127.", 0) == 0) {
     *error = "cannot tell which address of this machine host '" + remote_host +
              "' reaches it at (the name does not resolve here to another machine); give "
