@@ -24,6 +24,7 @@ packages=(
   openmpi-bin libopenmpi-dev python3-mpi4py   # MPI mode (libtutti_mpi.so) and its mpirun tests
   slurmd slurmctld slurm-client munge         # a real single-host Slurm in tests/python/test_slurm.py
   libpmix-dev libpmi2-0-dev                   # zero-setup under mpirun and srun (PMIx, PMI2 headers)
+  openjdk-17-jre-headless                     # Spark's executors (tests/engines/test_spark.py)
   openssh-server openssh-client iproute2     # tuttirun across hosts: sshds in network namespaces (test_ssh_hosts.py)
 )
 

@@ -20,6 +20,11 @@ stage() {  # stage NAME LIMIT_SECONDS COMMAND...
 }
 
 stage setup 900 bash scripts/setup.sh
+# PySpark and Ray from PyPI (pinned) install in the background while C++ builds; the engines'
+# stage waits for them.
+mkdir -p build
+timeout --kill-after=10 900 bash scripts/setup_engines.sh > build/setup_engines.log 2>&1 &
+engines_setup=$!
 # The release build carries the GPU module (sm_90 + PTX; docs/gpu.md) wherever the CUDA toolkit
 # is installed, as on these machines; its GPU tests skip with "no CUDA device" without a GPU. The
 # sanitizer, tsan and fuzz builds are the CPU-only configuration (TUTTI_GPU=OFF).
@@ -38,6 +43,18 @@ stage "test release" 900 ctest --test-dir build --output-on-failure --timeout 30
 # The Python package (ctypes over the release build's libtutti.so) with Debian's Python, torch
 # and pytest: real jobs under tuttirun.
 TUTTI_BUILD_DIR=build stage "test python" 900 /usr/bin/python3 -m pytest -q tests/python
+# Spark and Ray (tests/engines): real PySpark in local-cluster mode on Debian's Java, a local Ray
+# cluster, both from the engines' virtual environment.
+echo "=== setup engines (waited for; it ran beside the builds)"
+waited=$SECONDS
+if ! wait "$engines_setup"; then
+  cat build/setup_engines.log
+  echo "=== setup engines FAILED"
+  exit 1
+fi
+cat build/setup_engines.log
+echo "=== setup engines: waited $((SECONDS - waited))s"
+TUTTI_BUILD_DIR=build stage "test engines" 900 .venv-engines/bin/python -m pytest -q tests/engines
 # tuttid as a service: config file, systemd notify protocol and unit checks, the status page in
 # headless chromium, Prometheus metrics.
 TUTTI_BUILD_DIR=build stage "test service" 600 /usr/bin/python3 -m pytest -q tests/service
