@@ -192,6 +192,7 @@ TUTTI_API const char* tutti_transport_name(tutti_transport_t transport) {
   switch (transport) {
     case TUTTI_TRANSPORT_TCP: return "tcp";
     case TUTTI_TRANSPORT_SHM: return "shm";
+    case TUTTI_TRANSPORT_MPI: return "mpi";
   }
   return "unknown";
 }

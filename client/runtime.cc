@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "transport/handshake.h"
+#include "transport/pipe/pipe_backend.h"
 #include "transport/route_planner.h"
 
 namespace tutti::client {
@@ -59,7 +60,12 @@ Status Runtime::Create(const RuntimeOptions& options, std::unique_ptr<Runtime>* 
 }
 
 Status Runtime::Rendezvous() {
-  TUTTI_RETURN_IF_ERROR(transport::CreateDevice(options_.data_address, &device_));
+  // TUTTI_TRANSPORT=mpi: the bytes travel through MPI mode's carrier, refused before anything
+  // else where there is none, so that every rank fails alike without meeting the coordinator.
+  std::unique_ptr<transport::MessageCarrier> carrier;
+  TUTTI_RETURN_IF_ERROR(transport::OpenCarrier(options_.transport, &carrier));
+  TUTTI_RETURN_IF_ERROR(
+      transport::CreateDevice(options_.data_address, &device_, std::move(carrier)));
   try {
     LinkListener* listener = this;  // a private base: converted here, where it is accessible
     link_ = std::make_unique<CoordinatorLink>(options_.coordinator, listener, &counters_,

@@ -100,7 +100,11 @@ TUTTI_API tutti_status_t tutti_mpi_init(MPI_Comm comm, const tutti_init_options_
   opts.rank = session->rank;
   opts.size = session->size;
   tutti_runtime_t rt = nullptr;
-  const tutti_status_t status = tutti_init(&opts, &rt);
+  tutti_status_t status;
+  {
+    JoiningScope joining(session.get());  // TUTTI_TRANSPORT=mpi's carrier is this Session's
+    status = tutti_init(&opts, &rt);
+  }
   const Status joined = status == TUTTI_OK ? Status::Ok()
                                            : Status(static_cast<Code>(status), tutti_last_error());
   agreed = Agree(session->comm, joined);

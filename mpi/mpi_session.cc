@@ -13,7 +13,13 @@ std::map<tutti_runtime_t, std::unique_ptr<Session>>& Sessions() {
   return *sessions;
 }
 
+thread_local Session* g_joining = nullptr;
+
 }  // namespace
+
+Session* Joining() { return g_joining; }
+JoiningScope::JoiningScope(Session* session) { g_joining = session; }
+JoiningScope::~JoiningScope() { g_joining = nullptr; }
 
 void Register(tutti_runtime_t runtime, std::unique_ptr<Session> session) {
   std::lock_guard<std::mutex> lock(g_mu);

@@ -23,6 +23,17 @@ struct Session {
   bootstrap::TuttidChild coordinator;  // rank 0's, when it started one
 };
 
+// The Session whose tutti_init runs on this thread (inside tutti_mpi_init), else null: the MPI
+// transport's carrier (mpi/transport/) is made from it while the runtime is.
+Session* Joining();
+class JoiningScope {
+ public:
+  explicit JoiningScope(Session* session);
+  ~JoiningScope();
+  JoiningScope(const JoiningScope&) = delete;
+  JoiningScope& operator=(const JoiningScope&) = delete;
+};
+
 void Register(tutti_runtime_t runtime, std::unique_ptr<Session> session);
 Session* Find(tutti_runtime_t runtime);
 std::unique_ptr<Session> Take(tutti_runtime_t runtime);

@@ -6,9 +6,9 @@
 //
 // The backends share the device's bootstrap (transport/socket_device.h): its TCP listener and
 // its same-host Unix listener, both behind the job's HMAC handshake. A backend that needs its own
-// hardware or library (ibverbs) says so in Viable() and may bootstrap over the TCP listener; one
-// built into a separate library (an MPI backend) joins the table through RegisterBackend() before
-// the first runtime is created.
+// hardware or library (ibverbs) says so in Viable() and may bootstrap over the TCP listener. The
+// MPI backend (transport/pipe/) is listed here too but moves its bytes through the runtime's
+// MessageCarrier, which libtutti_mpi provides in MPI mode (needs_carrier()).
 //
 // Threads: the table is read-only once a runtime exists. Viable and CanReach are pure; Connect and
 // Adopt run on the thread that needs the channel (a lane, a point-to-point thread).
@@ -65,17 +65,21 @@ class Backend {
   // Whether its channels expose the bytes in flight as windows both sides map, so that
   // Context::Relay can reduce straight between them.
   virtual bool relays_in_place() const { return false; }
+  // Whether its channels move bytes through the runtime's MessageCarrier
+  // (transport/pipe/message_pipe.h), which the runtime opens when TUTTI_TRANSPORT names it.
+  virtual bool needs_carrier() const { return false; }
 
   // The lower rank of a pair opens the pair's channel; the higher adopts what arrived through the
   // device with this backend's link.
   virtual Status Connect(SocketDevice* device, const Dial& dial,
                          std::unique_ptr<Channel>* channel) const = 0;
-  virtual Status Adopt(Accepted accepted, std::unique_ptr<Channel>* channel) const = 0;
+  virtual Status Adopt(SocketDevice* device, Accepted accepted,
+                       std::unique_ptr<Channel>* channel) const = 0;
   // Point-to-point streams, one direction each: the sender opens, the receiver adopts. `who`
   // names the other side in messages ("rank 3").
   virtual Status OpenStream(SocketDevice* device, const Dial& dial, const std::string& who,
                             std::unique_ptr<Stream>* stream) const = 0;
-  virtual Status AdoptStream(Accepted accepted, const std::string& who,
+  virtual Status AdoptStream(SocketDevice* device, Accepted accepted, const std::string& who,
                              std::unique_ptr<Stream>* stream) const = 0;
 };
 

@@ -2,6 +2,7 @@
 // here.
 #include "transport/backend.h"
 
+#include "transport/pipe/pipe_backend.h"
 #include "transport/shm/shm_backend.h"
 #include "transport/tcp/tcp_backend.h"
 
@@ -17,6 +18,7 @@ std::vector<const Backend*>& Table() {
   static std::vector<const Backend*> table = [] {
     Owned().push_back(MakeTcpBackend());
     Owned().push_back(MakeShmBackend());
+    Owned().push_back(MakePipeBackend());
     std::vector<const Backend*> listed;
     for (const auto& backend : Owned()) listed.push_back(backend.get());
     return listed;

@@ -59,7 +59,7 @@ Status SocketContext::Connect(int32_t peer, Deadline deadline, std::unique_ptr<C
     TUTTI_RETURN_IF_ERROR(device_->Accept(set_id_, peer, deadline, abort_.fd(), &accepted));
     const Backend* backend = FindBackend(accepted.link);
     if (!backend) return Status(Code::kInternal, "no data-plane backend for an accepted connection");
-    return backend->Adopt(std::move(accepted), channel);
+    return backend->Adopt(device_, std::move(accepted), channel);
   }
   const PeerRoute& route = routes_.at(peer);
   const Backend* backend = FindBackend(route.link);

@@ -55,11 +55,13 @@ Hello SocketDevice::SignedHello(int32_t set_id, int32_t self, int32_t peer,
   return hello;
 }
 
-Status CreateDevice(const std::string& address, std::unique_ptr<Device>* device) {
-  return SocketDevice::Create(address, device);
+Status CreateDevice(const std::string& address, std::unique_ptr<Device>* device,
+                    std::unique_ptr<MessageCarrier> carrier) {
+  return SocketDevice::Create(address, std::move(carrier), device);
 }
 
-Status SocketDevice::Create(const std::string& address, std::unique_ptr<Device>* device) {
+Status SocketDevice::Create(const std::string& address, std::unique_ptr<MessageCarrier> carrier,
+                            std::unique_ptr<Device>* device) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   if (inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1)
@@ -86,16 +88,17 @@ Status SocketDevice::Create(const std::string& address, std::unique_ptr<Device>*
   UniqueFd cancel(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!cancel) return Status(Code::kInternal, Errno("eventfd"));
   device->reset(new SocketDevice(std::move(tcp), std::move(unix_listener), std::move(cancel),
-                                 std::move(endpoint)));
+                                 std::move(endpoint), std::move(carrier)));
   return Status::Ok();
 }
 
 SocketDevice::SocketDevice(UniqueFd tcp_listener, UniqueFd unix_listener, UniqueFd cancel,
-                           std::string endpoint)
+                           std::string endpoint, std::unique_ptr<MessageCarrier> carrier)
     : tcp_listener_(std::move(tcp_listener)),
       unix_listener_(std::move(unix_listener)),
       cancel_(std::move(cancel)),
-      endpoint_(std::move(endpoint)) {
+      endpoint_(std::move(endpoint)),
+      carrier_(std::move(carrier)) {
   acceptor_ = std::thread([this] { AcceptLoop(); });
 }
 
@@ -117,7 +120,8 @@ void SocketDevice::AcceptLoop() {
                      {cancel_.get(), POLLIN, 0}};
     if (poll(fds, 3, -1) < 0 && errno != EINTR) return;
     if (fds[2].revents & POLLIN) return;
-    if (fds[0].revents & POLLIN) Park(tcp_listener_.get(), Link::kTcp);
+    // With a carrier every pair is MPI's (TUTTI_TRANSPORT=mpi): TCP connections are its handshakes.
+    if (fds[0].revents & POLLIN) Park(tcp_listener_.get(), carrier_ ? Link::kMpi : Link::kTcp);
     if (fds[1].revents & POLLIN) Park(unix_listener_.get(), Link::kShm);
   }
 }
@@ -147,7 +151,7 @@ void SocketDevice::Park(int listener, Link link) {
                              cancel_.get(), "an incoming connection");
   // Not one of ours, or too slow: drop it.
   if (!status.ok() || parked.hello.magic != kHelloMagic) return;
-  if (link == Link::kTcp) SetNoDelay(fd.get());
+  if (link != Link::kShm) SetNoDelay(fd.get());
   parked.connection.fd = std::move(fd);
   std::lock_guard<std::mutex> lock(mu_);
   auto& claims = parked_[{parked.hello.set_id, parked.hello.from_rank}];
@@ -270,6 +274,8 @@ Status SocketDevice::Accept(int32_t set_id, int32_t peer, Deadline deadline, int
       for (auto claim = claims.begin(); claim != claims.end();) {
         if (Genuine(*claim)) {
           *out = std::move(claim->connection);
+          out->channel = set_id;
+          out->peer = peer;
           claims.erase(claim);
           if (claims.empty()) parked_.erase(it);
           return Status::Ok();
@@ -319,7 +325,7 @@ Status SocketDevice::AcceptStream(int32_t channel, int32_t peer, Deadline deadli
   TUTTI_RETURN_IF_ERROR(Accept(channel, peer, deadline, -1, &accepted));
   const Backend* backend = FindBackend(accepted.link);  // the opener chose
   if (!backend) return Status(Code::kInternal, "no data-plane backend for an accepted stream");
-  return backend->AdoptStream(std::move(accepted), "rank " + std::to_string(peer), stream);
+  return backend->AdoptStream(this, std::move(accepted), "rank " + std::to_string(peer), stream);
 }
 
 std::unique_ptr<Context> SocketDevice::CreateContext(int32_t set_id, int32_t self,

@@ -11,6 +11,10 @@
 // once with a fresh nonce, and the connecting side sends its hello (for shared memory with the
 // segment's fds) and an HMAC over the nonce under the job's secret (transport/handshake.h): no
 // lane's cooperation is needed, so lanes setting up in any order never wait on each other.
+//
+// Under TUTTI_TRANSPORT=mpi (MPI mode) the device also owns the runtime's MessageCarrier, and every
+// pair is the MPI backend's: a connection through the TCP listener is then the handshake socket of
+// an MPI channel (transport/pipe/), whose bytes travel as MPI messages.
 #pragma once
 
 #include <atomic>
@@ -22,21 +26,26 @@
 
 #include "transport/fd_io.h"
 #include "transport/handshake.h"
+#include "transport/pipe/message_pipe.h"
 #include "transport/transport.h"
 
 namespace tutti::transport {
 
-// A connection as the acceptor parked it: the socket, which listener it came through, and the
-// file descriptors its hello carried.
+// A connection as the acceptor parked it: the socket, which listener it came through (as the
+// link it carries), the file descriptors its hello carried, and the channel and rank it named.
 struct Accepted {
   UniqueFd fd;
   Link link = Link::kTcp;
   std::vector<UniqueFd> passed;
+  int32_t channel = 0;
+  int32_t peer = -1;
 };
 
 class SocketDevice : public Device {
  public:
-  static Status Create(const std::string& address, std::unique_ptr<Device>* device);
+  // `carrier`: the runtime's MessageCarrier under TUTTI_TRANSPORT=mpi, else null.
+  static Status Create(const std::string& address, std::unique_ptr<MessageCarrier> carrier,
+                       std::unique_ptr<Device>* device);
   ~SocketDevice() override;
 
   const std::string& endpoint() const override { return endpoint_; }
@@ -65,6 +74,8 @@ class SocketDevice : public Device {
   }
   void Forget(int32_t set_id);
   int cancel_fd() const { return cancel_.get(); }
+  // The runtime's MessageCarrier, or null. Thread-safe (MessageCarrier is).
+  MessageCarrier* carrier() const { return carrier_.get(); }
 
  private:
   struct Parked {
@@ -77,13 +88,15 @@ class SocketDevice : public Device {
   // Whether `parked` proved it belongs to the job. Caller holds mu_.
   bool Genuine(const Parked& parked) const;
 
-  SocketDevice(UniqueFd tcp_listener, UniqueFd unix_listener, UniqueFd cancel, std::string endpoint);
+  SocketDevice(UniqueFd tcp_listener, UniqueFd unix_listener, UniqueFd cancel, std::string endpoint,
+               std::unique_ptr<MessageCarrier> carrier);
   void AcceptLoop();
   void Park(int listener, Link link);
 
   UniqueFd tcp_listener_, unix_listener_;
   UniqueFd cancel_;  // eventfd: readable once Shutdown() was called
   std::string endpoint_;
+  std::unique_ptr<MessageCarrier> carrier_;
   std::mutex mu_;
   std::string secret_;  // the job's, once known; guarded by mu_
   int32_t self_ = -1;   // guarded by mu_

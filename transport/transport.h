@@ -1,6 +1,6 @@
 // The data plane's interface: moving bytes between the ranks of a process set. Collective
 // algorithms (client/) are written against it; each peer pair is carried by one backend's
-// channel (tcp/, shm/; later ibverbs/). No negotiation or protobuf here. docs/transports.md.
+// channel (tcp/, shm/, pipe/ for MPI; later ibverbs/). No negotiation or protobuf here. docs/transports.md.
 #pragma once
 
 #include <chrono>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "transport/pipe/message_pipe.h"
 
 namespace tutti::transport {
 
@@ -23,7 +24,7 @@ constexpr size_t kRelayRoomBytes = 4 << 20;
 
 // Which backend carries a peer pair. Values are those of tutti_transport_t (tutti.h): never
 // change them.
-enum class Link : int32_t { kNone = 0, kTcp = 1, kShm = 2 };
+enum class Link : int32_t { kNone = 0, kTcp = 1, kShm = 2, kMpi = 3 };
 
 // How to reach one rank of the job: its TCP endpoint, and the backend to use with it. kShm only
 // for ranks on this host (same host identity); kNone for this rank itself.
@@ -138,6 +139,8 @@ class Device {
 
 // A device listening for TCP on `address` (an IPv4 address) with an OS-chosen port, and for
 // same-host shared-memory handshakes on an abstract Unix socket named after that endpoint.
-Status CreateDevice(const std::string& address, std::unique_ptr<Device>* device);
+// `carrier`: the runtime's MessageCarrier under TUTTI_TRANSPORT=mpi (transport/pipe/), else null.
+Status CreateDevice(const std::string& address, std::unique_ptr<Device>* device,
+                    std::unique_ptr<MessageCarrier> carrier = nullptr);
 
 }  // namespace tutti::transport

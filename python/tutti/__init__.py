@@ -25,7 +25,7 @@ from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, Device
                      TuttiError,
                      UnknownSetError, UnsupportedError, VersionMismatchError)
 
-__version__ = "0.9.0"
+__version__ = "0.10.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)

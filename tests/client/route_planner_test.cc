@@ -2,8 +2,10 @@
 // (transport/route_planner.h): the built-in backends' names, links and preferences and
 // FindBackend by either; CheckTransportName with its exact message for an unknown name; and
 // PlanRoutes under auto (same host: shm, another host: tcp, this rank: none), forced tcp, and
-// forced shm with a peer on another host (the exact error naming it).
+// forced shm with a peer on another host (the exact error naming it); the MPI backend, never
+// chosen by auto, and refused outside MPI mode.
 #include "transport/route_planner.h"
+#include "transport/pipe/pipe_backend.h"
 
 #include <gtest/gtest.h>
 
@@ -27,13 +29,42 @@ std::vector<Link> Links(const std::vector<PeerRoute>& routes) {
   return links;
 }
 
-TEST(BackendTable, ListsTcpThenShm) {
+TEST(BackendTable, ListsTcpThenShmThenMpi) {
   const auto& backends = Backends();
-  ASSERT_GE(backends.size(), 2u);
+  ASSERT_GE(backends.size(), 3u);
   EXPECT_STREQ(backends[0]->name(), "tcp");
   EXPECT_EQ(backends[0]->link(), Link::kTcp);
   EXPECT_STREQ(backends[1]->name(), "shm");
   EXPECT_EQ(backends[1]->link(), Link::kShm);
+  EXPECT_STREQ(backends[2]->name(), "mpi");
+  EXPECT_EQ(backends[2]->link(), Link::kMpi);
+}
+
+TEST(BackendTable, MpiNeedsTheCarrierAndIsNeverPreferred) {
+  const Backend* mpi = FindBackend(Link::kMpi);
+  ASSERT_NE(mpi, nullptr);
+  EXPECT_TRUE(mpi->needs_carrier());
+  EXPECT_FALSE(FindBackend(Link::kTcp)->needs_carrier());
+  EXPECT_FALSE(FindBackend(Link::kShm)->needs_carrier());
+  EXPECT_LT(mpi->preference(), FindBackend(Link::kTcp)->preference());
+  EXPECT_FALSE(mpi->relays_in_place());
+}
+
+// This test program loads no libtutti_mpi: outside MPI mode, whatever the process.
+TEST(OpenCarrier, MpiOutsideMpiModeIsRefusedNamingTheRemedy) {
+  std::unique_ptr<MessageCarrier> carrier;
+  EXPECT_TRUE(IsStatus(OpenCarrier("mpi", &carrier), Code::kInvalidArgument,
+                       "TUTTI_TRANSPORT=mpi needs MPI mode (tutti_mpi_init)"));
+  EXPECT_EQ(carrier, nullptr);
+  EXPECT_TRUE(IsOk(OpenCarrier("tcp", &carrier)));
+  EXPECT_TRUE(IsOk(OpenCarrier("auto", &carrier)));
+  EXPECT_EQ(carrier, nullptr);
+}
+
+TEST(PlanRoutes, ForcedMpiCarriesEveryPair) {
+  std::vector<PeerRoute> routes;
+  ASSERT_TRUE(IsOk(PlanRoutes(1, "a", kPeers, "mpi", &routes)));
+  EXPECT_EQ(Links(routes), (std::vector<Link>{Link::kMpi, Link::kNone, Link::kMpi}));
 }
 
 TEST(BackendTable, SharedMemoryIsPreferredAndAloneRelaysInPlace) {
@@ -52,6 +83,7 @@ TEST(BackendTable, SharedMemoryIsPreferredAndAloneRelaysInPlace) {
 TEST(BackendTable, FindsBackendsByNameAndLinkAndNothingElse) {
   EXPECT_EQ(FindBackend("tcp"), FindBackend(Link::kTcp));
   EXPECT_EQ(FindBackend("shm"), FindBackend(Link::kShm));
+  EXPECT_EQ(FindBackend("mpi"), FindBackend(Link::kMpi));
   EXPECT_EQ(FindBackend("auto"), nullptr);
   EXPECT_EQ(FindBackend("TCP"), nullptr);
   EXPECT_EQ(FindBackend(""), nullptr);
@@ -72,13 +104,14 @@ TEST(CheckTransportName, AcceptsAutoAndEveryBackendsName) {
   EXPECT_TRUE(IsOk(CheckTransportName("auto")));
   EXPECT_TRUE(IsOk(CheckTransportName("tcp")));
   EXPECT_TRUE(IsOk(CheckTransportName("shm")));
+  EXPECT_TRUE(IsOk(CheckTransportName("mpi")));
 }
 
 TEST(CheckTransportName, UnknownNameIsRefusedWithTheChoices) {
   EXPECT_TRUE(IsStatus(CheckTransportName("rdma"), Code::kInvalidArgument,
-                       "unknown transport 'rdma' (TUTTI_TRANSPORT): use auto, tcp or shm"));
+                       "unknown transport 'rdma' (TUTTI_TRANSPORT): use auto, tcp, shm or mpi"));
   EXPECT_TRUE(IsStatus(CheckTransportName(""), Code::kInvalidArgument,
-                       "unknown transport '' (TUTTI_TRANSPORT): use auto, tcp or shm"));
+                       "unknown transport '' (TUTTI_TRANSPORT): use auto, tcp, shm or mpi"));
 }
 
 TEST(PlanRoutes, AutoTakesSharedMemoryOnTheHostAndTcpAcrossHosts) {
@@ -122,7 +155,7 @@ TEST(PlanRoutes, ForcedSharedMemoryWithAPeerOnAnotherHostIsAnErrorNamingIt) {
 TEST(PlanRoutes, UnknownTransportIsRefusedLikeCheckTransportName) {
   std::vector<PeerRoute> routes;
   EXPECT_TRUE(IsStatus(PlanRoutes(0, "a", kPeers, "ib", &routes), Code::kInvalidArgument,
-                       "unknown transport 'ib' (TUTTI_TRANSPORT): use auto, tcp or shm"));
+                       "unknown transport 'ib' (TUTTI_TRANSPORT): use auto, tcp, shm or mpi"));
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ TEST(Transport, UnknownSettingIsRefused) {
   options.env["TUTTI_TRANSPORT"] = "carrier-pigeon";
   auto ranks = StartRanks(tuttid, "init_error", options);
   ExpectLineOnEvery(ranks, "init ",
-                    "-1 unknown transport 'carrier-pigeon' (TUTTI_TRANSPORT): use auto, tcp or shm");
+                    "-1 unknown transport 'carrier-pigeon' (TUTTI_TRANSPORT): use auto, tcp, shm or mpi");
   ExpectAllSucceed(ranks);
 }
 

@@ -28,7 +28,8 @@ class ShmBackend : public Backend {
     *channel = std::move(shm);
     return Status::Ok();
   }
-  Status Adopt(Accepted accepted, std::unique_ptr<Channel>* channel) const override {
+  Status Adopt(SocketDevice*, Accepted accepted,
+               std::unique_ptr<Channel>* channel) const override {
     std::unique_ptr<ShmChannel> shm;
     TUTTI_RETURN_IF_ERROR(ShmChannel::Adopt(std::move(accepted.fd), std::move(accepted.passed), &shm));
     *channel = std::move(shm);
@@ -41,7 +42,7 @@ class ShmBackend : public Backend {
     *stream = std::make_unique<ShmStream>(std::move(shm), who);
     return Status::Ok();
   }
-  Status AdoptStream(Accepted accepted, const std::string& who,
+  Status AdoptStream(SocketDevice*, Accepted accepted, const std::string& who,
                      std::unique_ptr<Stream>* stream) const override {
     std::unique_ptr<ShmChannel> shm;
     TUTTI_RETURN_IF_ERROR(ShmChannel::Adopt(std::move(accepted.fd), std::move(accepted.passed), &shm));

@@ -22,7 +22,8 @@ class TcpBackend : public Backend {
     *channel = std::make_unique<TcpChannel>(std::move(fd));
     return Status::Ok();
   }
-  Status Adopt(Accepted accepted, std::unique_ptr<Channel>* channel) const override {
+  Status Adopt(SocketDevice*, Accepted accepted,
+               std::unique_ptr<Channel>* channel) const override {
     *channel = std::make_unique<TcpChannel>(std::move(accepted.fd));
     return Status::Ok();
   }
@@ -34,7 +35,7 @@ class TcpBackend : public Backend {
     *stream = std::make_unique<TcpStream>(std::move(fd), who);
     return Status::Ok();
   }
-  Status AdoptStream(Accepted accepted, const std::string& who,
+  Status AdoptStream(SocketDevice*, Accepted accepted, const std::string& who,
                      std::unique_ptr<Stream>* stream) const override {
     *stream = std::make_unique<TcpStream>(std::move(accepted.fd), who);
     return Status::Ok();

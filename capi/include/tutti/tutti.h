@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 9
+#define TUTTI_VERSION_MINOR 10
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -181,8 +181,9 @@ typedef struct tutti_init_options {
    * NULL: TUTTI_TIMELINE or none. "file.json" becomes "file.rank<R>.json". */
   const char* timeline_path;
   /* Data plane between ranks of one host (docs/transports.md): "auto" (shared memory within a
-   * host, TCP across hosts), "tcp" (TCP for every pair) or "shm" (shared memory for every pair;
-   * tutti_init fails if a peer is on another host). NULL: TUTTI_TRANSPORT or "auto". */
+   * host, TCP across hosts), "tcp" (TCP for every pair), "shm" (shared memory for every pair;
+   * tutti_init fails if a peer is on another host) or "mpi" (MPI point-to-point for every pair;
+   * MPI mode only, with MPI_THREAD_MULTIPLE). NULL: TUTTI_TRANSPORT or "auto". */
   const char* transport;
 } tutti_init_options_t;
 
@@ -451,10 +452,11 @@ TUTTI_API tutti_status_t tutti_get_counters(tutti_runtime_t runtime, tutti_count
 /* The backend carrying a pair of ranks. Values never change. */
 typedef enum tutti_transport {
   TUTTI_TRANSPORT_TCP = 1,
-  TUTTI_TRANSPORT_SHM = 2
+  TUTTI_TRANSPORT_SHM = 2,
+  TUTTI_TRANSPORT_MPI = 3 /* since 0.10: MPI point-to-point, in MPI mode (tutti_mpi.h) */
 } tutti_transport_t;
 
-/* "tcp", "shm"; "unknown" for other values. */
+/* "tcp", "shm", "mpi"; "unknown" for other values. */
 TUTTI_API const char* tutti_transport_name(tutti_transport_t transport);
 
 /* This rank's link with `peer` (a global rank) in process set `set_id`. */
