@@ -200,3 +200,66 @@ def test_communicator_calls_outside_mpi_mode_and_a_ranks_list_as_comm_are_refuse
             "outside: process sets from communicators need MPI mode: init(comm=MPI.COMM_WORLD)",
             "outside: communicators of process sets need MPI mode: init(comm=MPI.COMM_WORLD)"], \
             result.stdout
+
+
+# ---- TUTTI_TRANSPORT=mpi: the data plane over MPI point-to-point (docs/transports.md, "MPI") ----
+
+COLLECTIVES = ["allreduce 1", "allreduce 1000", "allreduce 3000001", "allgather", "broadcast",
+               "alltoall", "reducescatter"]
+
+
+def test_mpi_transport_gives_what_mpi_gives_on_the_world_and_on_split_sets():
+    need_mpi()
+    result = mpirun(4, "transport", env={"TUTTI_TRANSPORT": "mpi"}, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in range(4):
+        got = lines(result, r)
+        colour = f"colour {r % 2}"
+        for where in ("world", colour):
+            for collective in COLLECTIVES:
+                assert f"{where} {collective} same" in got, result.stdout
+        others = " ".join(f"{p}=mpi" for p in range(4) if p != r)
+        assert f"world links {others}" in got, result.stdout
+        # Colours of rank % 2: {0, 2} and {1, 3}.
+        assert f"{colour} links {(r + 2) % 4}=mpi" in got, result.stdout
+        assert f"send to {(r + 1) % 4}, recv from {(r + 3) % 4} same" in got, result.stdout
+        assert "passed" in got, result.stdout
+
+
+def test_mpi_transport_without_thread_multiple_is_refused_on_every_rank():
+    need_mpi()
+    result = mpirun(4, "serialized", env={"TUTTI_TRANSPORT": "mpi"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in range(4):
+        assert lines(result, r) == [
+            "status -1: rank 0: TUTTI_TRANSPORT=mpi needs MPI_THREAD_MULTIPLE: initialise MPI "
+            "with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)", "passed"], result.stdout
+
+
+def test_mpi_transport_outside_mpi_mode_is_refused_on_every_rank():
+    need_mpi()
+    # libtutti_mpi is loaded (the worker links it), but tutti_init is not tutti_mpi_init's.
+    result = subprocess.run([os.path.join(BUILD, "tuttirun"), "-np", "2", WORKER, "outside"],
+                            env=job_env({"TUTTI_TRANSPORT": "mpi"}), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in range(2):
+        assert lines_of(result, r) == [
+            "outside: status -1: TUTTI_TRANSPORT=mpi needs MPI mode (tutti_mpi_init)"], result.stdout
+
+
+def test_mpi_transport_outside_mpi_mode_without_libtutti_mpi_is_refused_on_every_rank(tmp_path):
+    need_mpi()
+    # Python without mpi4py's communicator: libtutti_mpi is never loaded.
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import tutti, tutti.torch as hvd\n"
+        "try:\n"
+        "    hvd.init()\n"
+        "except tutti.InvalidArgumentError as e:\n"
+        "    print('refused:', e)\n")
+    result = run_job(2, str(script), env={"TUTTI_TRANSPORT": "mpi"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in range(2):
+        assert lines_of(result, r) == [
+            "refused: TUTTI_TRANSPORT=mpi needs MPI mode (tutti_mpi_init)"], result.stdout
