@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "transport/handshake.h"
-#include "transport/pipe/pipe_backend.h"
+#include "transport/message_pipe.h"
 #include "transport/route_planner.h"
 
 namespace tutti::client {

@@ -66,7 +66,7 @@ class Backend {
   // Context::Relay can reduce straight between them.
   virtual bool relays_in_place() const { return false; }
   // Whether its channels move bytes through the runtime's MessageCarrier
-  // (transport/pipe/message_pipe.h), which the runtime opens when TUTTI_TRANSPORT names it.
+  // (transport/message_pipe.h), which the runtime opens when TUTTI_TRANSPORT names it.
   virtual bool needs_carrier() const { return false; }
 
   // The lower rank of a pair opens the pair's channel; the higher adopts what arrived through the

@@ -26,7 +26,7 @@
 
 #include "transport/fd_io.h"
 #include "transport/handshake.h"
-#include "transport/pipe/message_pipe.h"
+#include "transport/message_pipe.h"
 #include "transport/transport.h"
 
 namespace tutti::transport {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "transport/pipe/message_pipe.h"
+#include "transport/message_pipe.h"
 
 namespace tutti::transport {
 

@@ -1,4 +1,4 @@
-// The MPI backend's carrier (transport/pipe/message_pipe.h): tutti's data-plane bytes as MPI
+// The MPI backend's carrier (transport/message_pipe.h): tutti's data-plane bytes as MPI
 // point-to-point messages on an MPI-mode Session's duplicated communicator, so that a cluster's
 // tuned MPI (its RDMA transports) carries them (docs/transports.md, "MPI").
 //
@@ -19,7 +19,7 @@
 
 #include <memory>
 
-#include "transport/pipe/message_pipe.h"
+#include "transport/message_pipe.h"
 
 namespace tutti::mpi {
 

@@ -1,4 +1,4 @@
-// tutti_mpi_transport_open (transport/pipe/message_pipe.h): libtutti asks for the MPI backend's
+// tutti_mpi_transport_open (transport/message_pipe.h): libtutti asks for the MPI backend's
 // carrier while tutti_init runs under TUTTI_TRANSPORT=mpi. In MPI mode that tutti_init runs inside
 // tutti_mpi_init, on the same thread, which marks its Session as the one joining (mpi_session.h).
 #include <cstdio>

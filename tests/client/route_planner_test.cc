@@ -5,7 +5,7 @@
 // forced shm with a peer on another host (the exact error naming it); the MPI backend, never
 // chosen by auto, and refused outside MPI mode.
 #include "transport/route_planner.h"
-#include "transport/pipe/pipe_backend.h"
+#include "transport/message_pipe.h"
 
 #include <gtest/gtest.h>
 

@@ -24,7 +24,7 @@
 
 #include "transport/channel.h"
 #include "transport/fd_io.h"
-#include "transport/pipe/message_pipe.h"
+#include "transport/message_pipe.h"
 
 namespace tutti::transport {
 

@@ -1,9 +1,10 @@
-// OpenCarrier (transport/pipe/pipe_backend.h): libtutti links no MPI, so the MPI backend's
+// OpenCarrier (transport/message_pipe.h): libtutti links no MPI, so the MPI backend's
 // carrier comes from the libtutti_mpi that an MPI-mode program has loaded already. Looking it up
 // without loading it (RTLD_NOLOAD) keeps a program outside MPI mode from pulling MPI in.
 #include <dlfcn.h>
 
-#include "transport/pipe/pipe_backend.h"
+#include "transport/backend.h"
+#include "transport/message_pipe.h"
 
 namespace tutti::transport {
 namespace {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "common/status.h"
 
@@ -61,6 +62,12 @@ class MessageCarrier {
   // The pipe with `peer` on `channel`; kLimitExceeded if the carrier cannot number the channel.
   virtual Status Open(int32_t channel, int32_t peer, std::unique_ptr<MessagePipe>* pipe) = 0;
 };
+
+// The runtime's carrier if `transport` names a backend that needs one (Backend::needs_carrier;
+// null otherwise), from the libtutti_mpi loaded in this process, for the MPI-mode runtime being
+// made on this thread (transport/carrier_loader.cc). kInvalidArgument where there is none
+// ("TUTTI_TRANSPORT=mpi needs MPI mode (tutti_mpi_init)") or MPI lacks MPI_THREAD_MULTIPLE.
+Status OpenCarrier(const std::string& transport, std::unique_ptr<MessageCarrier>* carrier);
 
 }  // namespace tutti::transport
 
