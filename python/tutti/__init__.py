@@ -74,7 +74,7 @@ def init(coordinator=None, job=None, token=None, rank=None, size=None, static_se
          timeline=None, transport=None, comm=None):
     """Joins the job (arguments left None come from the environment, as tuttirun sets it).
     Static process sets get ids 1, 2, ... in the order given. `transport`: "auto" (shared memory
-    within a host, TCP across), "tcp" or "shm" (docs/transports.md). `comm`: an mpi4py
+    within a host, TCP across), "tcp", "shm" or, in MPI mode, "mpi" (docs/transports.md). `comm`: an mpi4py
     communicator for MPI mode (libtutti_mpi.so, docs/launchers.md): ranks and the coordinator
     come from it, collectively over its processes."""
     global _runtime
@@ -297,7 +297,7 @@ def coordinator_counters(process_set=None):
         return _rt().coordinator_counters()
     return _rt().coordinator_set_counters(getattr(process_set, "process_set_id", process_set))
 def peer_stats(peer, process_set=WORLD):
-    """This rank's link with global rank `peer` in the set: {"transport": "shm" or "tcp",
+    """This rank's link with global rank `peer` in the set: {"transport": "shm", "tcp" or "mpi",
     "connected", "bytes_sent", "bytes_received"}."""
     return _rt().peer_stats(peer, process_set)
 

@@ -543,7 +543,7 @@ class Runtime:
         return last.value
 
     # ---- observability -------------------------------------------------------------------------
-    _TRANSPORTS = {1: "tcp", 2: "shm"}
+    _TRANSPORTS = {1: "tcp", 2: "shm", 3: "mpi"}
 
     def peer_stats(self, peer, set_id=0):
         s = _capi.PeerStats()

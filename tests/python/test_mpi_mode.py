@@ -263,3 +263,29 @@ def test_mpi_transport_outside_mpi_mode_without_libtutti_mpi_is_refused_on_every
     for r in range(2):
         assert lines_of(result, r) == [
             "refused: TUTTI_TRANSPORT=mpi needs MPI mode (tutti_mpi_init)"], result.stdout
+
+
+def test_mpi_transport_from_python_with_mpi4py(tmp_path):
+    need_mpi()
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError as e:
+        engine_missing(f"no mpi4py (Debian: python3-mpi4py): {e}")
+    # mpi4py initialises MPI with MPI_THREAD_MULTIPLE by default.
+    script = tmp_path / "mpi_transport.py"
+    script.write_text(
+        "from mpi4py import MPI\n"
+        "import torch\n"
+        "import tutti, tutti.torch as hvd\n"
+        "me = MPI.COMM_WORLD.Get_rank()\n"
+        "hvd.init(comm=MPI.COMM_WORLD, transport='mpi')\n"
+        "total = hvd.allreduce(torch.arange(300000, dtype=torch.float32), op=hvd.Sum, name='t')\n"
+        "ok = torch.equal(total, 2 * torch.arange(300000, dtype=torch.float32))\n"
+        "print(f'rank {me}: sum {ok} link {tutti.peer_stats(1 - me)[\"transport\"]}', flush=True)\n"
+        "hvd.shutdown()\n")
+    result = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2",
+                             "/usr/bin/python3", str(script)], env=launcher_env(),
+                            capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for r in range(2):
+        assert f"rank {r}: sum True link mpi" in result.stdout, result.stdout
