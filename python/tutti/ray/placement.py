@@ -23,9 +23,9 @@ def create_placement_group(num_workers, bundle, timeout_s):
     if not ready:
         ray.util.remove_placement_group(group)
         raise TimeoutError(
-            f"Ray could not place {num_workers} workers of {bundle} each within "
-            f"{timeout_s:g} s (placement_group_timeout_s); the cluster has "
-            f"{ray.available_resources()} available of {ray.cluster_resources()}")
+            f"Ray could not place the placement group of {num_workers} workers ({bundle} each) "
+            f"within {timeout_s:g} s (placement_group_timeout_s); available now: "
+            f"{ray.available_resources()}, in the whole cluster: {ray.cluster_resources()}")
     return group
 
 

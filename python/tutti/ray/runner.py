@@ -111,6 +111,13 @@ class RayExecutor:
     def shutdown(self):
         """Kills the actors, removes the placement group and stops the coordinator; returns
         once Ray reports every actor dead. Safe to call twice, or after a failed start()."""
+        if self.workers and not self._lost:
+            # An orderly leave first (tuttid logs a lost rank otherwise); a rank stuck in fn
+            # does not hold shutdown() up for long.
+            try:
+                ray.get([w.leave.remote() for w in self.workers], timeout=10)
+            except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):
+                pass
         for worker in self.workers:
             ray.kill(worker, no_restart=True)
         for worker in self.workers:

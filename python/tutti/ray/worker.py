@@ -7,7 +7,8 @@ executed functions need no arguments. tutti stays initialized between calls, as 
 horovod.ray, so a second run() reuses the connections the first made. A call that raises
 aborts and leaves this rank's tutti job first: the other ranks' collectives then fail at once
 (AbortedError naming this rank) instead of waiting for it, and the next call can init again.
-The actor dies with shutdown() (ray.kill) or with the driver."""
+shutdown() has the actor leave the tutti job, then kills it (ray.kill); it also dies with the
+driver."""
 import os
 import sys
 
@@ -32,6 +33,11 @@ class TuttiWorker:
     def start_executable(self, executable_cls, args, kwargs):
         self.executable = executable_cls(*args, **kwargs) if executable_cls else None
 
+    def leave(self):
+        """Before shutdown() kills the actor: leave the tutti job in order, so that tuttid and
+        the other ranks see a finalize rather than a lost connection."""
+        _shut_down_tutti()
+
     def execute(self, fn):
         """fn(executable); see the module's docstring for what an exception does here."""
         try:
@@ -50,6 +56,13 @@ def _leave_job():
         tutti.abort()
     except Exception:
         pass  # already aborted or failed: leaving is what matters
+    _shut_down_tutti()
+
+
+def _shut_down_tutti():
+    tutti = sys.modules.get("tutti")
+    if tutti is None or not tutti.is_initialized():
+        return
     torch_api = sys.modules.get("tutti.torch")
     try:
         # tutti.torch's shutdown also forgets its handles and process sets
