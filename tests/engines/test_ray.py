@@ -357,3 +357,79 @@ def test_a_worker_killed_mid_run_fails_run_within_seconds_and_shutdown_cleans_up
         made.shutdown()
         ray.kill(queue.actor)
     assert_cleaned_up(made, group, tuttid_pid, pids)
+
+
+# ---- process sets -------------------------------------------------------------------------------
+def train_two_models_side_by_side(epochs):
+    """Model A on the static set [0, 1], model B on the dynamic set [1, 2]: rank 1 trains both,
+    each with its own DistributedOptimizer averaging over its own set only."""
+    import hashlib
+
+    import torch
+    import torch.nn.functional as F
+
+    import tutti.torch as hvd
+    set_a = hvd.ProcessSet([0, 1])
+    hvd.init(process_sets=[set_a])
+    set_b = hvd.add_process_set([1, 2])  # collective over every rank, as in Horovod
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(256, 8, generator=g)
+    y = (x @ torch.randn(8, 3, generator=g)).argmax(dim=1)
+    digests, losses = {}, {}
+    trainers = []
+    for name, members, lr in (("a", set_a, 0.01), ("b", set_b, 0.2)):
+        if not members.included():
+            continue
+        torch.manual_seed(10 + hvd.rank())  # different per rank until the broadcast
+        model = torch.nn.Linear(8, 3)
+        hvd.broadcast_parameters(model.state_dict(), root_rank=members.ranks[0],
+                                 process_set=members)
+        optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=lr),
+                                             named_parameters=model.named_parameters(),
+                                             process_set=members)
+        trainers.append((name, members, model, optimizer))
+    for _ in range(epochs):
+        for name, members, model, optimizer in trainers:  # interleaved: side by side
+            shard = slice(members.rank(), None, members.size())
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x[shard]), y[shard])
+            loss.backward()
+            optimizer.step()
+            losses[name] = hvd.allreduce(loss.detach(), process_set=members).item()
+    for name, _, model, _ in trainers:
+        flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+        digests[name] = hashlib.sha256(flat.numpy().tobytes()).hexdigest()
+    ranks = {"a": set_a.ranks, "b": set_b.ranks}
+    hvd.shutdown()  # the next run may bring other static sets
+    return ranks, digests, losses
+
+
+def test_two_models_trained_side_by_side_in_two_process_sets():
+    made = tray.RayExecutor(num_workers=3)
+    made.start()
+    try:
+        results = made.run(train_two_models_side_by_side, args=[20])
+    finally:
+        made.shutdown()
+    assert [r[0] for r in results] == [{"a": [0, 1], "b": [1, 2]}] * 3
+    assert [sorted(r[1]) for r in results] == [["a"], ["a", "b"], ["b"]]
+    # A set's members hold the same model, the two sets different ones.
+    assert results[0][1]["a"] == results[1][1]["a"]
+    assert results[1][1]["b"] == results[2][1]["b"]
+    assert results[1][1]["a"] != results[1][1]["b"]
+    assert results[0][2]["a"] == results[1][2]["a"] and results[1][2]["b"] == results[2][2]["b"]
+
+
+def test_the_hparam_search_example_runs_as_documented():
+    """examples/python/ray_hparam_search.py: its own local Ray cluster, one set per learning
+    rate, two ranks each (docs/ray.md)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "python", "ray_hparam_search.py"),
+         "--epochs", "3"], env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(r"lr 0\.002: ranks \[0, 1\] final loss [\d.]+ \(first [\d.]+\)", lines[0])
+    assert re.fullmatch(r"lr 0\.05: ranks \[2, 3\] final loss [\d.]+ \(first [\d.]+\)", lines[1])
+    assert lines[2].startswith("best: lr ") and lines[3] == "configurations independent"
