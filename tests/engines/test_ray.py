@@ -433,3 +433,64 @@ def test_the_hparam_search_example_runs_as_documented():
     assert re.fullmatch(r"lr 0\.002: ranks \[0, 1\] final loss [\d.]+ \(first [\d.]+\)", lines[0])
     assert re.fullmatch(r"lr 0\.05: ranks \[2, 3\] final loss [\d.]+ \(first [\d.]+\)", lines[1])
     assert lines[2].startswith("best: lr ") and lines[3] == "configurations independent"
+
+
+# ---- elastic ------------------------------------------------------------------------------------
+def elastic_training(steps, dying_rank, die_at):
+    """hvd.elastic.run over an ObjectState; `dying_rank` kills its own actor process with
+    SIGKILL at step `die_at`, after the others committed it; they go on without it."""
+    import torch
+
+    import tutti.torch as hvd
+    hvd.init()
+    state = hvd.elastic.ObjectState(step=0, total=0.0)
+    restores = []
+    state.register_reset_callbacks([lambda: restores.append(state.step)])
+
+    @hvd.elastic.run
+    def train(state):
+        while state.step < steps:
+            if hvd.rank() == dying_rank and state.step == die_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            state.total += hvd.allreduce(torch.ones(1), op=hvd.Sum).item()
+            state.step += 1
+            state.commit()
+        return state.total
+
+    total = train(state)
+    return {"total": total, "size": hvd.size(), "epoch": tutti.membership_epoch(),
+            "restores": restores}
+
+
+def test_elastic_executor_drops_a_killed_worker_and_the_job_goes_on():
+    made = tray.ElasticRayExecutor(min_workers=2, max_workers=3)
+    assert made.num_workers == 3
+    made.start()
+    group, tuttid_pid, pids = made.placement_group, made.coordinator.pid, made.worker_pids()
+    try:
+        env = made.execute_single(lambda _: {k: os.environ.get(k) for k in (
+            "TUTTI_ELASTIC", "TUTTI_MIN_SIZE", "TUTTI_MAX_SIZE", "TUTTI_ELASTIC_TIMEOUT")})
+        assert env == {"TUTTI_ELASTIC": "1", "TUTTI_MIN_SIZE": "2", "TUTTI_MAX_SIZE": "3",
+                       "TUTTI_ELASTIC_TIMEOUT": "600"}
+        results = made.run(elastic_training, args=[10, 2, 4])
+        assert made.lost_ranks == [2] and made.live_ranks() == [0, 1]
+        assert len(results) == 2
+        for result in results:
+            # 4 steps of 3 ranks, then 6 of 2; the re-formed job is epoch 2 of size 2.
+            assert result["total"] == 4 * 3 + 6 * 2
+            assert result["size"] == 2 and result["epoch"] == 2
+            assert result["restores"] == [4]
+        # Later calls go to the survivors alone.
+        assert made.run(allreduce_sum, args=[1.0]) == [2.0, 2.0]
+    finally:
+        made.shutdown()
+    assert_cleaned_up(made, group, tuttid_pid, pids)
+
+
+def test_elastic_argument_errors():
+    with pytest.raises(ValueError, match=r"^max_workers \(1\) is below min_workers \(2\)$"):
+        tray.ElasticRayExecutor(min_workers=2, max_workers=1)
+    with pytest.raises(ValueError, match=r"^num_workers \(4\) must lie within min_workers \(1\) "
+                                         r"and max_workers \(3\)$"):
+        tray.ElasticRayExecutor(min_workers=1, max_workers=3, num_workers=4)
+    assert tray.ElasticRayExecutor(min_workers=2).num_workers == 2

@@ -16,8 +16,9 @@ except ImportError as _missing:
     raise ImportError("tutti.ray needs Ray: pip install tutti[ray] (or pip install ray); "
                       f"importing it failed: {_missing}", name="ray") from _missing
 
+from .elastic import ElasticRayExecutor
 from .results import WorkerError
 from .runner import RayExecutor
 from .settings import Settings, create_settings
 
-__all__ = ["RayExecutor", "Settings", "WorkerError", "create_settings"]
+__all__ = ["ElasticRayExecutor", "RayExecutor", "Settings", "WorkerError", "create_settings"]

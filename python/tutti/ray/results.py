@@ -42,10 +42,12 @@ def _describe(rank, error):
     return f"rank {rank} failed: {type(cause).__name__}: {cause}"
 
 
-def gather(refs_by_rank, grace_s):
-    """{rank: ObjectRef} -> [result by rank]; raises WorkerError on any failure."""
+def gather(refs_by_rank, grace_s, tolerate_lost=False):
+    """{rank: ObjectRef} -> ({rank: result}, [ranks lost]); raises WorkerError on any failure.
+    With `tolerate_lost` (an elastic job, which re-forms without them), a rank whose actor died
+    is lost rather than failed, as long as every other rank succeeds."""
     pending = {ref: rank for rank, ref in refs_by_rank.items()}
-    results, failures, deadline = {}, {}, None
+    results, failures, lost, deadline = {}, {}, [], None
     while pending:
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
@@ -55,17 +57,26 @@ def gather(refs_by_rank, grace_s):
             rank = pending.pop(ref)
             try:
                 results[rank] = ray.get(ref)
-            except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as error:
+            except ray.exceptions.RayActorError as error:
+                if tolerate_lost:
+                    lost.append(rank)
+                    continue
+                failures[rank] = error
+                if deadline is None:
+                    deadline = time.monotonic() + grace_s
+            except ray.exceptions.RayTaskError as error:
                 failures[rank] = error
                 if deadline is None:
                     deadline = time.monotonic() + grace_s
     if not failures:
-        return [results[rank] for rank in sorted(results)]
+        return results, sorted(lost)
     roots = [r for r in sorted(failures) if not isinstance(_cause(failures[r]), _CONSEQUENCES)]
     rank = roots[0] if roots else min(failures)
     stragglers = sorted(pending.values())
     message = _describe(rank, failures[rank])
     others = sorted(set(failures) - {rank})
+    if lost:
+        message = f"ranks {sorted(lost)}' worker actors died; " + message
     if others:
         message += f"; then ranks {others} failed too"
     if stragglers:

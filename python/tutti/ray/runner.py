@@ -86,7 +86,8 @@ class RayExecutor:
                          TUTTI_JOB=self.coordinator.job, TUTTI_TOKEN=self.coordinator.token,
                          TUTTI_RANK=rank, TUTTI_SIZE=self.num_workers, HOROVOD_RANK=rank,
                          HOROVOD_SIZE=self.num_workers,
-                         TUTTI_TIMEOUT_MS=extra.get("TUTTI_TIMEOUT_MS", int(timeout_s * 1000)))
+                         TUTTI_TIMEOUT_MS=extra.get("TUTTI_TIMEOUT_MS", int(timeout_s * 1000)),
+                         **self._job_env())
                     for rank in range(self.num_workers)]
             self.workers = placement.create_workers(self.placement_group, bundle, envs)
             where = self._get([w.where.remote() for w in self.workers], "answer")
@@ -101,6 +102,10 @@ class RayExecutor:
             self.shutdown()
             raise
 
+    def _job_env(self):
+        """Variables every rank gets beside its identity (the elastic executor's settings)."""
+        return {}
+
     def _get(self, refs, what):
         try:
             return ray.get(refs, timeout=self.settings.timeout_s)
@@ -114,10 +119,9 @@ class RayExecutor:
         if self.workers and not self._lost:
             # An orderly leave first (tuttid logs a lost rank otherwise); a rank stuck in fn
             # does not hold shutdown() up for long.
-            try:
-                ray.get([w.leave.remote() for w in self.workers], timeout=10)
-            except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):
-                pass
+            # ray.wait, not ray.get: a dead actor's error must not cut the others' leave short.
+            leaving = [w.leave.remote() for w in self.workers]
+            ray.wait(leaving, num_returns=len(leaving), timeout=10)
         for worker in self.workers:
             ray.kill(worker, no_restart=True)
         for worker in self.workers:
@@ -171,8 +175,14 @@ class RayExecutor:
         return [worker.execute.remote(fn) for worker in self.workers]
 
     def _gather(self, refs):
+        results, _ = self._gather_by_rank(dict(enumerate(refs)))
+        return [result for _, result in sorted(results.items())]
+
+    def _gather_by_rank(self, refs_by_rank, tolerate_lost=False):
+        """({rank: result}, [ranks lost]) from results.gather; after a failure, stops the
+        stragglers and remembers that the workers are no longer whole."""
         try:
-            return gather(dict(enumerate(refs)), FAILURE_GRACE_S)
+            return gather(refs_by_rank, FAILURE_GRACE_S, tolerate_lost)
         except WorkerError as error:
             dead = [r for r, e in error.failures.items() if isinstance(e, ray.exceptions.RayActorError)]
             for rank in error.stragglers:
