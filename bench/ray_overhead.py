@@ -86,12 +86,13 @@ def under_ray(repeats):
     return rows
 
 
-def under_tuttirun(repeats, tuttirun):
+def under_tuttirun(repeats, tuttirun, binding):
     rows = {"first": [], **{f"step {k}": [] for k in SIZES}}
     for _ in range(repeats):
         began = time.time()
-        out = subprocess.run([tuttirun, "-np", "2", sys.executable, os.path.abspath(__file__),
-                              "--rank"], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run([tuttirun, "-np", "2", "--bind-to", binding, sys.executable,
+                              os.path.abspath(__file__), "--rank"],
+                             capture_output=True, text=True, check=True).stdout
         results = [json.loads(line.split("] ", 1)[1]) for line in out.splitlines()
                    if line.startswith("[") and "] {" in line]
         rows["first"].append(max(r["first"] for r in results) - began)
@@ -111,21 +112,24 @@ def main():
         print(json.dumps(the_function()), flush=True)
         return
     ray_rows = under_ray(args.repeats)
-    run_rows = under_tuttirun(args.repeats, args.tuttirun)
+    # tuttirun binds each rank to a core by default; Ray does not bind its actors.
+    bound = under_tuttirun(args.repeats, args.tuttirun, "core")
+    unbound = under_tuttirun(args.repeats, args.tuttirun, "none")
 
     def ms(values):
-        return f"{statistics.median(values) * 1e3:9.2f} ms"
+        return f"{statistics.median(values) * 1e3:.2f} ms" if values else "-"
 
-    print(f"{'median of ' + str(args.repeats):<40} {'Ray (2 actors)':>14} {'tuttirun -np 2':>16}")
-    print(f"{'start()':<40} {ms(ray_rows['start']):>14} {'-':>16}")
-    print(f"{'run() to the first collective':<40} {ms(ray_rows['first']):>14} "
-          f"{ms(run_rows['first']):>16}  (tuttirun: from spawning it)")
-    print(f"{'second run() to the first collective':<40} {ms(ray_rows['second']):>14} {'-':>16}")
-    print(f"{'run() of a no-op function':<40} {ms(ray_rows['roundtrip']):>14} {'-':>16}")
-    for label in SIZES:
-        key = f"step {label}"
-        print(f"{'allreduce ' + label + ' per step':<40} {ms(ray_rows[key]):>14} "
-              f"{ms(run_rows[key]):>16}")
+    print(f"| median of {args.repeats} | Ray, 2 actors | tuttirun -np 2 | "
+          f"tuttirun -np 2 --bind-to none |")
+    print("|---|---|---|---|")
+    rows = [("start()", "start"), ("run() to the first collective (tuttirun: from spawning it)",
+                                   "first"),
+            ("second run() to the first collective", "second"),
+            ("run() of a function that does nothing", "roundtrip")]
+    rows += [(f"allreduce {label} (float32), per step", f"step {label}") for label in SIZES]
+    for title, key in rows:
+        print(f"| {title} | {ms(ray_rows.get(key, []))} | {ms(bound.get(key, []))} | "
+              f"{ms(unbound.get(key, []))} |")
 
 
 if __name__ == "__main__":

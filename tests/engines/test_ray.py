@@ -250,7 +250,8 @@ def test_argument_errors():
                                                r"start\(\) first$"):
             call()
     with pytest.raises(ValueError, match=r"^extra_env_vars may not set TUTTI_RANK, TUTTI_TOKEN: "
-                                         r"start\(\) sets each rank's identity itself$"):
+                                         r"start\(\) sets each rank's identity and the job's "
+                                         r"settings itself$"):
         made.start(extra_env_vars={"TUTTI_TOKEN": "guess", "TUTTI_RANK": "3"})
     made.start()
     try:
@@ -276,8 +277,8 @@ def test_a_group_that_cannot_be_placed_times_out_and_leaves_nothing(request_kwar
         made.start()
     assert time.monotonic() - began < 30
     n = request_kwargs["num_workers"]
-    assert re.match(rf"^Ray could not place the placement group of {n} workers \({re.escape(bundle)}"
-                    rf" each\) within 1 s \(placement_group_timeout_s\); available now: ",
+    assert re.match(rf"^Ray could not place the placement group of {n} workers "
+                    rf"\({re.escape(bundle)} each\) within 1 s \(placement_group_timeout_s\); available now: ",
                     str(caught.value)), str(caught.value)
     assert made.workers == [] and made.placement_group is None and made.coordinator is None
     assert ray_util.alive_actors() == {} and ray_util.children_named("tuttid") == []
@@ -494,3 +495,5 @@ def test_elastic_argument_errors():
                                          r"and max_workers \(3\)$"):
         tray.ElasticRayExecutor(min_workers=1, max_workers=3, num_workers=4)
     assert tray.ElasticRayExecutor(min_workers=2).num_workers == 2
+    with pytest.raises(ValueError, match=r"^extra_env_vars may not set TUTTI_MIN_SIZE: "):
+        tray.ElasticRayExecutor(min_workers=2).start(extra_env_vars={"TUTTI_MIN_SIZE": 1})

@@ -6,7 +6,6 @@ run()/execute() send a function to every actor and collect the results by rank (
 shutdown() kills the actors, removes the group and stops the coordinator. Actor side
 (worker.py): each actor is one rank for the executor's whole life. The names and signatures
 are horovod.ray's, so `import tutti.ray` replaces `import horovod.ray`."""
-import os
 
 import ray
 
@@ -70,10 +69,10 @@ class RayExecutor:
         if self.workers:
             raise RuntimeError("this RayExecutor is started already: shutdown() it first")
         extra = {str(k): str(v) for k, v in (extra_env_vars or {}).items()}
-        clash = sorted(set(extra) & set(_IDENTITY))
+        clash = sorted(set(extra) & (set(_IDENTITY) | set(self._job_env())))
         if clash:
             raise ValueError(f"extra_env_vars may not set {', '.join(clash)}: start() sets each "
-                             f"rank's identity itself")
+                             f"rank's identity and the job's settings itself")
         if not ray.is_initialized():
             ray.init()  # what Ray's first remote call would do; ray.nodes() needs it first
         timeout_s = self.settings.timeout_s
@@ -184,7 +183,8 @@ class RayExecutor:
         try:
             return gather(refs_by_rank, FAILURE_GRACE_S, tolerate_lost)
         except WorkerError as error:
-            dead = [r for r, e in error.failures.items() if isinstance(e, ray.exceptions.RayActorError)]
+            dead = [r for r, e in error.failures.items()
+                    if isinstance(e, ray.exceptions.RayActorError)]
             for rank in error.stragglers:
                 ray.kill(self.workers[rank], no_restart=True)
             if dead or error.stragglers:
