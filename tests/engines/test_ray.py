@@ -497,3 +497,20 @@ def test_elastic_argument_errors():
     assert tray.ElasticRayExecutor(min_workers=2).num_workers == 2
     with pytest.raises(ValueError, match=r"^extra_env_vars may not set TUTTI_MIN_SIZE: "):
         tray.ElasticRayExecutor(min_workers=2).start(extra_env_vars={"TUTTI_MIN_SIZE": 1})
+
+
+def test_across_nodes_the_coordinator_binds_every_interface_at_the_drivers_node_ip(monkeypatch):
+    """A cluster of several machines cannot be had here: pretend a node is elsewhere, so that
+    tuttid binds every interface and the actors reach it at the driver's node IP."""
+    import tutti.ray.coordinator
+    monkeypatch.setattr(tutti.ray.coordinator, "_all_nodes_local", lambda driver_ip: False)
+    made = tray.RayExecutor(num_workers=2)
+    made.start()
+    try:
+        results = made.run(identity)
+    finally:
+        made.shutdown()
+    ip = re.escape(ray.util.get_node_ip_address())
+    for result in results:
+        assert re.fullmatch(rf"tcp://{ip}:\d+", result["env"]["TUTTI_COORDINATOR"])
+        assert result["sum"] == [3.0] * 4
