@@ -155,6 +155,7 @@ class _Watch:
     def __init__(self, num_proc, start_deadline, stdout, stderr, say):
         self.num_proc, self.start_deadline = num_proc, start_deadline
         self.streams = {"out": (stdout, "stdout"), "err": (stderr, "stderr")}
+        self.partial = {}        # (kind, rank) -> the start of a line not ended yet
         self.say = say
         self.hello, self.connected, self.done, self.closed = {}, set(), set(), set()
         self.failed = []         # (rank, type name, message, traceback, pickled), in arrival order
@@ -194,11 +195,7 @@ class _Watch:
                 continue
             kind = event[0]
             if kind in self.streams:
-                stream, label = self.streams[kind]
-                rank = event[1]
-                for line in event[2].splitlines(keepends=True):
-                    stream.write(f"[{rank}]<{label}>:{line}")
-                stream.flush()
+                self._write(kind, event[1], event[2])
             elif kind == "connected":
                 self.connected.add(event[1])
             elif kind == "hello":
@@ -212,6 +209,9 @@ class _Watch:
             elif kind == "closed":
                 rank = event[1]
                 self.closed.add(rank)
+                for stream_kind in self.streams:  # a last line without its newline
+                    if self.partial.get((stream_kind, rank)):
+                        self._write(stream_kind, rank, "\n")
                 reported = rank in self.done or any(f[0] == rank for f in self.failed)
                 if not reported and not self.cancelled:
                     self.lost.append(rank)
@@ -222,6 +222,19 @@ class _Watch:
                 spark_ended = True  # after a failure of ours: the results are incomplete
             elif kind == "spark-failed":
                 spark_ended, self.spark_error = True, event[1]
+
+    def _write(self, kind, rank, text):
+        """Whole lines only, each prefixed with its rank, so that ranks' lines never mix; a
+        rank's unfinished line waits for the rest (or for the end of the rank)."""
+        stream, label = self.streams[kind]
+        text = self.partial.pop((kind, rank), "") + text
+        complete, newline, rest = text.rpartition("\n")
+        if rest:
+            self.partial[(kind, rank)] = rest
+        if newline:
+            for line in complete.split("\n"):
+                stream.write(f"[{rank}]<{label}>:{line}\n")
+            stream.flush()
 
     def error(self, start_timeout, slots):
         """The exception that explains the failure best: a rank's own exception, else a rank
