@@ -10,7 +10,8 @@ driver gets each rank's final loss back, by rank.
     python examples/python/spark_two_models.py [--master local-cluster[2,2,1024]] [--num-proc 3]
 
 (with the engines' virtual environment's Python, where pyspark and torch are installed; tutti
-must be importable on the executors, e.g. PYTHONPATH=python TUTTI_LIBRARY=build/libtutti.so.)
+must be importable on the executors: absolute paths, since executors run in their own work
+directories, e.g. PYTHONPATH=$PWD/python TUTTI_LIBRARY=$PWD/build/libtutti.so.)
 """
 import argparse
 

@@ -11,6 +11,7 @@ the run outlives the call: no task, no tuttid.
 import os
 import pickle
 import queue
+import re
 import sys
 import time
 import uuid
@@ -271,6 +272,10 @@ def _spark_reason(error):
     """The first lines of Spark's exception, without the JVM stack trace."""
     if error is None:
         return None
-    lines = [line for line in str(error).splitlines() if line.strip()]
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     text = " ".join(lines[:3])
-    return text if len(text) <= 600 else text[:600] + "..."
+    text = text if len(text) <= 600 else text[:600] + "..."
+    # The Python exception a task died of, which the JVM's message buries in its traceback.
+    python = [line for line in lines if re.match(r"[A-Za-z_][\w.]*(Error|Exception): ", line)
+              and not line.startswith(("org.", "java.", "py4j.", "scala."))]
+    return text + (f" ... {python[-1]}" if python else "")
