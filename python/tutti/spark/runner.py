@@ -28,6 +28,10 @@ SETTLE_TIMEOUT_S = 30
 # names the rank that failed first among the others.
 CONSEQUENCES = {"PeerLostError", "CoordinatorLostError", "AbortedError", "ShutDownError",
                 "ReformedError", "EvictedError", "TaskKilledError"}
+# How long the driver waits, after a rank reported only such a consequence, for the cause: the
+# rank that raised or died. Its death reaches the driver by its own connection, which can close
+# a moment after tuttid has told the others; cancelling at once would hide it.
+CONSEQUENCE_GRACE_S = 3
 # Variables of the driver that describe the driver's own install or identity, never the ranks'.
 NOT_FORWARDED = {"TUTTI_LIBRARY", "TUTTI_TUTTID", "TUTTI_COORDINATOR", "TUTTI_COORDINATOR_HOST",
                  "TUTTI_JOB", "TUTTI_TOKEN", "TUTTI_RANK", "TUTTI_SIZE", "TUTTI_BUILD_DIR",
@@ -167,7 +171,7 @@ class _Watch:
 
     def until_done(self, events, cancel):
         """The stage's collected results, or None after a failure (see error())."""
-        settle_deadline = drain_deadline = None
+        settle_deadline = drain_deadline = cause_deadline = None
         results = None
         spark_ended = False
         everyone = set(range(self.num_proc))
@@ -183,12 +187,16 @@ class _Watch:
             else:
                 if len(self.hello) < self.num_proc and now >= self.start_deadline:
                     self.timed_out = True
-                if self.timed_out or self.failed or self.lost or spark_ended:
+                cause_known = self.lost or any(f[1] not in CONSEQUENCES for f in self.failed)
+                if self.failed and not cause_known and cause_deadline is None:
+                    cause_deadline = now + CONSEQUENCE_GRACE_S
+                if (self.timed_out or cause_known or spark_ended or
+                        (cause_deadline is not None and now >= cause_deadline)):
                     cancel()
                     self.cancelled = True
                     settle_deadline = now + SETTLE_TIMEOUT_S
                     continue
-            wake = drain_deadline or settle_deadline or (
+            wake = drain_deadline or settle_deadline or cause_deadline or (
                 self.start_deadline if len(self.hello) < self.num_proc else now + 3600)
             try:
                 event = events.get(timeout=max(wake - now, 0.001))
