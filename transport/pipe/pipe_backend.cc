@@ -1,6 +1,7 @@
 #include "transport/pipe/pipe_backend.h"
 
-#include "transport/pipe/pipe_stream.h"
+#include "transport/channel_stream.h"
+#include "transport/pipe/pipe_channel.h"
 #include "transport/socket_device.h"
 
 namespace tutti::transport {
@@ -34,14 +35,14 @@ class PipeBackend : public Backend {
                     std::unique_ptr<Stream>* stream) const override {
     std::unique_ptr<PipeChannel> pipe;
     TUTTI_RETURN_IF_ERROR(Create(device, dial, &pipe));
-    *stream = std::make_unique<PipeStream>(std::move(pipe), who);
+    *stream = std::make_unique<ChannelStream>(std::move(pipe), who);
     return Status::Ok();
   }
   Status AdoptStream(SocketDevice* device, Accepted accepted, const std::string& who,
                      std::unique_ptr<Stream>* stream) const override {
     std::unique_ptr<PipeChannel> pipe;
     TUTTI_RETURN_IF_ERROR(Take(device, std::move(accepted), &pipe));
-    *stream = std::make_unique<PipeStream>(std::move(pipe), who);
+    *stream = std::make_unique<ChannelStream>(std::move(pipe), who);
     return Status::Ok();
   }
 

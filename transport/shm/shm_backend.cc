@@ -1,7 +1,7 @@
 #include "transport/shm/shm_backend.h"
 
+#include "transport/channel_stream.h"
 #include "transport/shm/shm_channel.h"
-#include "transport/shm/shm_stream.h"
 #include "transport/socket_device.h"
 
 namespace tutti::transport {
@@ -39,14 +39,14 @@ class ShmBackend : public Backend {
                     std::unique_ptr<Stream>* stream) const override {
     std::unique_ptr<ShmChannel> shm;
     TUTTI_RETURN_IF_ERROR(Create(device, dial, &shm));
-    *stream = std::make_unique<ShmStream>(std::move(shm), who);
+    *stream = std::make_unique<ChannelStream>(std::move(shm), who);
     return Status::Ok();
   }
   Status AdoptStream(SocketDevice*, Accepted accepted, const std::string& who,
                      std::unique_ptr<Stream>* stream) const override {
     std::unique_ptr<ShmChannel> shm;
     TUTTI_RETURN_IF_ERROR(ShmChannel::Adopt(std::move(accepted.fd), std::move(accepted.passed), &shm));
-    *stream = std::make_unique<ShmStream>(std::move(shm), who);
+    *stream = std::make_unique<ChannelStream>(std::move(shm), who);
     return Status::Ok();
   }
 

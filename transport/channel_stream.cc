@@ -1,4 +1,4 @@
-#include "transport/shm/shm_stream.h"
+#include "transport/channel_stream.h"
 
 #include <poll.h>
 
@@ -8,20 +8,20 @@
 
 namespace tutti::transport {
 
-Status ShmStream::Write(const void* data, size_t len, Deadline deadline) {
+Status ChannelStream::Write(const void* data, size_t len, Deadline deadline) {
   return Transfer(const_cast<char*>(static_cast<const char*>(data)), len, true, deadline);
 }
 
-Status ShmStream::Read(void* data, size_t len, Deadline deadline) {
+Status ChannelStream::Read(void* data, size_t len, Deadline deadline) {
   return Transfer(static_cast<char*>(data), len, false, deadline);
 }
 
-Status ShmStream::Checked(Status status) {
+Status ChannelStream::Checked(Status status) {
   Status aborted = abort_.status();
   return aborted.ok() ? status : aborted;
 }
 
-Status ShmStream::Transfer(char* data, size_t len, bool send, Deadline deadline) {
+Status ChannelStream::Transfer(char* data, size_t len, bool send, Deadline deadline) {
   std::vector<pollfd> fds;
   for (size_t done = 0; done < len;) {
     const size_t before = done;
@@ -30,14 +30,14 @@ Status ShmStream::Transfer(char* data, size_t len, bool send, Deadline deadline)
     if (!status.ok())
       return Checked(Status(Code::kPeerLost, "peer lost: " + peer_ + ": " + status.message()));
     if (done > before) continue;
+    if (!abort_.status().ok()) return abort_.status();
+    if (Clock::now() >= deadline)
+      return Status(Code::kTimeout, "no progress from " + peer_ + " before the deadline");
     fds.assign({{abort_.fd(), POLLIN, 0}});
     if (!channel_->PrepareWait(send, !send, 1, &fds)) continue;
     const int ready = poll(fds.data(), fds.size(), PollTimeoutMs(deadline));
     channel_->FinishWait(&fds[1]);
     if (ready < 0 && errno != EINTR) return Checked(Status(Code::kInternal, std::strerror(errno)));
-    if (ready == 0)
-      return Checked(Status(Code::kTimeout, "no progress from " + peer_ + " before the deadline"));
-    if (fds[0].revents & POLLIN) return Checked(Status::Ok());
   }
   return Checked(Status::Ok());
 }
