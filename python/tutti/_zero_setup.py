@@ -10,12 +10,9 @@ import builtins
 import datetime
 import os
 import secrets
-import shutil
-import signal
-import subprocess
 
-from . import _capi
-from .errors import InvalidArgumentError, TimeoutError
+from ._tuttid_child import TuttidChild
+from .errors import TimeoutError
 
 _REQUIRED = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID")
 
@@ -24,18 +21,6 @@ def wanted(coordinator):
     """Whether this process should bootstrap through torchrun's store."""
     named = coordinator or os.environ.get("TUTTI_COORDINATOR", "")
     return named in ("", "auto") and all(k in os.environ for k in _REQUIRED)
-
-
-def find_tuttid():
-    """TUTTI_TUTTID, else tuttid beside the loaded libtutti or in ../bin from it, else PATH."""
-    named = os.environ.get("TUTTI_TUTTID")
-    if named:
-        return named
-    here = os.path.dirname(_capi.library_path)
-    for candidate in (os.path.join(here, "tuttid"), os.path.join(here, "..", "bin", "tuttid")):
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return shutil.which("tuttid")
 
 
 class TorchrunBootstrap:
@@ -75,32 +60,12 @@ class TorchrunBootstrap:
         self.job = f"torchrun-{os.environ['TORCHELASTIC_RUN_ID']}"
 
     def _start_tuttid(self, timeout_s):
-        binary = find_tuttid()
-        if binary is None:
-            raise InvalidArgumentError("no coordinator named (TUTTI_COORDINATOR) and no tuttid to "
-                                       "start: set TUTTI_TUTTID, or put tuttid beside "
-                                       "libtutti.so or on PATH")
         one_host = os.environ.get("LOCAL_WORLD_SIZE") == os.environ["WORLD_SIZE"]
-        bind = "tcp://127.0.0.1:*" if one_host else "tcp://0.0.0.0:*"
-        try:
-            child = subprocess.Popen([binary, "--bind", bind, "--log-level", "warn",
-                                      "--exit-with-parent"], stdout=subprocess.PIPE, text=True)
-        except OSError as e:
-            raise InvalidArgumentError(f"cannot start tuttid ({binary}): {e}") from None
-        self._child = child
-        line = child.stdout.readline().strip()  # "tuttid listening on tcp://ADDRESS:PORT"
-        child.stdout.close()
-        prefix = "tuttid listening on "
-        if not line.startswith(prefix):
-            code = child.wait(timeout=timeout_s)
-            self._child = None
-            raise InvalidArgumentError(f"tuttid ({binary}) exited with status {code} before "
-                                       f"listening; its stderr is this rank's")
-        endpoint = line[len(prefix):]
-        if not one_host:
-            host = os.environ.get("TUTTI_COORDINATOR_HOST") or os.environ["MASTER_ADDR"]
-            endpoint = f"tcp://{host}:{endpoint.rsplit(':', 1)[1]}"
-        return endpoint
+        advertised = None if one_host else (os.environ.get("TUTTI_COORDINATOR_HOST")
+                                            or os.environ["MASTER_ADDR"])
+        self._child = TuttidChild("127.0.0.1" if one_host else "0.0.0.0", advertised, timeout_s,
+                                  whose="this rank's")
+        return self._child.endpoint
 
     def abandon(self):
         """The init failed on this rank: its tuttid, if it started one, goes now."""
@@ -120,10 +85,5 @@ class TorchrunBootstrap:
 
     def _stop_child(self):
         if self._child is not None:
-            self._child.send_signal(signal.SIGTERM)
-            try:
-                self._child.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._child.kill()
-                self._child.wait()
+            self._child.stop()
             self._child = None

@@ -9,12 +9,10 @@ random token: two executors, or two starts of one, are never one job, and only a
 token can join it."""
 import os
 import secrets
-import signal
-import subprocess
 
 import ray
 
-from .._zero_setup import find_tuttid
+from .._tuttid_child import TuttidChild
 
 
 def _all_nodes_local(driver_ip):
@@ -35,43 +33,17 @@ class Coordinator:
             return
         driver_ip = ray.util.get_node_ip_address()
         local = _all_nodes_local(driver_ip)
-        self.endpoint = self._start_tuttid("tcp://127.0.0.1:*" if local else "tcp://0.0.0.0:*",
-                                           None if local else driver_ip, timeout_s)
+        self._child = TuttidChild("127.0.0.1" if local else "0.0.0.0",
+                                  None if local else driver_ip, timeout_s, whose="the driver's")
+        self.endpoint = self._child.endpoint
 
     @property
     def pid(self):
         """The child tuttid's process id, None when the coordinator is not this driver's."""
         return None if self._child is None else self._child.pid
 
-    def _start_tuttid(self, bind, advertised_host, timeout_s):
-        binary = find_tuttid()
-        if binary is None:
-            raise FileNotFoundError("no coordinator named (TUTTI_COORDINATOR) and no tuttid to "
-                                    "start: set TUTTI_TUTTID, or put tuttid beside libtutti.so "
-                                    "or on PATH")
-        self._child = subprocess.Popen(
-            [binary, "--bind", bind, "--log-level", "warn", "--exit-with-parent"],
-            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-        line = self._child.stdout.readline().strip()  # "tuttid listening on tcp://ADDRESS:PORT"
-        self._child.stdout.close()
-        prefix = "tuttid listening on "
-        if not line.startswith(prefix):
-            code = self._child.wait(timeout=timeout_s)
-            self._child = None
-            raise RuntimeError(f"tuttid ({binary}) exited with status {code} before listening; "
-                               f"its stderr is the driver's")
-        endpoint = line[len(prefix):]
-        if advertised_host is not None:
-            endpoint = f"tcp://{advertised_host}:{endpoint.rsplit(':', 1)[1]}"
-        return endpoint
-
     def stop(self):
         """SIGTERM (tuttid tells any rank still connected that it is stopping), then reap."""
         if self._child is not None:
             child, self._child = self._child, None
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+            child.stop()

@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 
+from .._tuttid_child import TuttidChild
 from . import _coordinator
 from ._reports import ReportServer
 from ._task import RankTask
@@ -85,7 +86,7 @@ def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, env=None, s
     try:
         coordinator = _coordinator.named_coordinator()
         if coordinator is None:
-            child = _coordinator.ChildCoordinator(host)
+            child = TuttidChild(_coordinator.bind_host(host), host, whose="the driver's")
             coordinator = child.endpoint
         reports = ReportServer(_coordinator.bind_host(host), host, events)
         forwarded = {k: v for k, v in os.environ.items()
