@@ -72,7 +72,7 @@ def _device_memory(value):
 def _has_buffer_protocol(value):
     try:
         memoryview(value)
-    except TypeError:
+    except (TypeError, BufferError):  # BufferError: e.g. jax's bfloat16, which has __array__
         return False
     return True
 

@@ -32,7 +32,8 @@ from jax.experimental import io_callback
 import tutti as _tutti
 from tutti import _arrays
 from tutti._process_sets import global_process_set, members, set_id
-from tutti.errors import InvalidArgumentError, MismatchError, UnsupportedError
+from tutti.errors import (InvalidArgumentError, MismatchError, NotAMemberError,
+                          UnsupportedError)
 
 Sum, Average, Min, Max, Product = (_tutti.Sum, _tutti.Average, _tutti.Min, _tutti.Max,
                                    _tutti.Product)
@@ -49,10 +50,15 @@ def _as_jax(leaves):
             for leaf in leaves]
 
 
-def _run(host_function, leaves, result_shapes):
+def _run(host_function, leaves, result_shapes, the_set):
     """Runs `host_function(*numpy arrays) -> [numpy arrays]` on `leaves` eagerly or, when they
-    are traced, as one ordered io_callback whose results have `result_shapes`."""
+    are traced, as one ordered io_callback whose results have `result_shapes`. A traced call on a
+    set this rank is not a member of raises NotAMemberError (the library's message) while
+    tracing: inside the callback it would surface only as JAX's runtime error."""
     if _traced(leaves):
+        if _tutti.rank() not in members(the_set):
+            raise NotAMemberError(f"rank {_tutti.rank()} is not a member of process set "
+                                  f"{the_set}")
         def callback(*arrays):
             results = host_function(*arrays)
             for got, want in zip(results, result_shapes):
@@ -93,7 +99,7 @@ def _reduce_leaves(reduction, leaves):
     def host(*arrays):
         return _arrays.grouped_allreduce(arrays, reduction.op, reduction.name, reduction.set_id,
                                          reduction.prescale_factor, reduction.postscale_factor)
-    return tuple(_run(host, list(leaves), _shapes(leaves)))
+    return tuple(_run(host, list(leaves), _shapes(leaves), reduction.set_id))
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
@@ -156,7 +162,7 @@ def broadcast_variables(tree, root_rank, name=None, process_set=global_process_s
     leaves = _as_jax(leaves)
     the_set = set_id(process_set)
     results = _run(lambda *arrays: _arrays.grouped_broadcast(arrays, root_rank, name, the_set),
-                   leaves, _shapes(leaves))
+                   leaves, _shapes(leaves), the_set)
     return jax.tree_util.tree_unflatten(treedef, list(results))
 
 
@@ -173,7 +179,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
     the_set = set_id(process_set)
     shape = (tensor.shape[0] * len(members(the_set)),) + tuple(tensor.shape[1:])
     return _run(lambda array: [_arrays.allgather(array, name, the_set)], [tensor],
-                [jax.ShapeDtypeStruct(shape, tensor.dtype)])[0]
+                [jax.ShapeDtypeStruct(shape, tensor.dtype)], the_set)[0]
 
 
 def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
@@ -187,7 +193,7 @@ def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
                                    "not a scalar")
     the_set = set_id(process_set)
     ranks = members(the_set)
-    shape = tuple(tensor.shape)  # a non-member's: the library refuses its request when it runs
+    shape = tuple(tensor.shape)  # a non-member's: its request is refused
     if _tutti.rank() in ranks:
         count, position = len(ranks), ranks.index(_tutti.rank())
         rows = tensor.shape[0] // count + (1 if position < tensor.shape[0] % count else 0)
@@ -195,7 +201,7 @@ def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
     return _run(lambda array: [_arrays.reducescatter(array, op, name, the_set,
                                                      float(prescale_factor),
                                                      float(postscale_factor))],
-                [tensor], [jax.ShapeDtypeStruct(shape, tensor.dtype)])[0]
+                [tensor], [jax.ShapeDtypeStruct(shape, tensor.dtype)], the_set)[0]
 
 
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
@@ -207,7 +213,7 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     the_set = set_id(process_set)
     if splits is None:
         return _run(lambda array: [_arrays.alltoall(array, None, name, the_set)[0]], [tensor],
-                    _shapes([tensor]))[0]
+                    _shapes([tensor]), the_set)[0]
     if _traced([tensor]) or isinstance(splits, jax.core.Tracer):
         raise UnsupportedError("alltoall with splits inside jax.jit: the number of rows it "
                                "receives is known only when it runs; call it outside jit, or "
