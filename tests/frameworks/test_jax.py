@@ -131,3 +131,30 @@ def test_collectives_gradients_and_misuse(ranks):
         if not member:
             for key in ("non-member", "non-member-jit"):
                 assert errors[key] == f"NotAMemberError rank {r} is not a member of process set 1"
+
+
+def test_training_matches_one_process_and_keeps_replicas_identical():
+    result = run_job(2, "jax_train.py")
+    assert_ok(result, "train ok", 2)
+    runs = [[line.split() for line in lines_of(result, r) if line.startswith("op ")]
+            for r in range(2)]
+    assert len(runs[0]) == 2 and [line[1] for line in runs[0]] == ["2", "1"]  # Average, Sum
+    for mine, theirs in zip(*runs):
+        assert mine[-1] == theirs[-1], (mine, theirs)  # parameters bit for bit
+        first, last = float(mine[3]), float(mine[4])
+        assert last < 0.01 * first, mine  # it converged
+
+
+def test_two_models_example_in_two_sets():
+    script = os.path.join(ROOT, "examples", "python", "jax_two_models.py")
+    result = run_job(4, script)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [lines_of(result, r) for r in range(4)]
+    assert all(len(rank_lines) == 1 for rank_lines in lines), result.stdout + result.stderr
+    words = [rank_lines[0].split() for rank_lines in lines]
+    assert [w[0] for w in words] == ["regression", "regression", "mlp", "mlp"]
+    # Members of a set agree on the set-averaged loss and on every parameter bit; the sets differ.
+    assert words[0][3:] == words[1][3:] and words[2][3:] == words[3][3:]
+    assert words[0][-1] != words[2][-1]
+    for w in words:
+        assert float(w[6]) < 0.05 * float(w[4]), w
