@@ -20,11 +20,26 @@ stage() {  # stage NAME LIMIT_SECONDS COMMAND...
 }
 
 stage setup 900 bash scripts/setup.sh
-# PySpark and Ray from PyPI (pinned) install in the background while C++ builds; the engines'
-# stage waits for them.
+# The frameworks Debian lacks (PySpark and Ray; JAX) install from PyPI, pinned, into their own
+# virtual environments in the background while C++ builds; their stages wait for them.
 mkdir -p build
-timeout --kill-after=10 900 bash scripts/setup_engines.sh > build/setup_engines.log 2>&1 &
-engines_setup=$!
+for venv in engines jax; do
+  timeout --kill-after=10 900 bash scripts/setup_venv.sh $venv > build/setup_$venv.log 2>&1 &
+  eval "setup_$venv=\$!"
+done
+# Waits for the environment NAME's setup, says how long that took beyond the builds, fails the run
+# if it failed.
+await_venv() {
+  local name=$1 waited=$SECONDS pid_var="setup_$1"
+  echo "=== setup $name environment (ran beside the builds)"
+  if ! wait "${!pid_var}"; then
+    cat "build/setup_$name.log"
+    echo "=== setup $name environment FAILED"
+    exit 1
+  fi
+  cat "build/setup_$name.log"
+  echo "=== setup $name environment: waited $((SECONDS - waited))s"
+}
 # The release build carries the GPU module (sm_90 + PTX; docs/gpu.md) wherever the CUDA toolkit
 # is installed, as on these machines; its GPU tests skip with "no CUDA device" without a GPU. The
 # sanitizer, tsan and fuzz builds are the CPU-only configuration (TUTTI_GPU=OFF).
@@ -45,16 +60,11 @@ stage "test release" 900 ctest --test-dir build --output-on-failure --timeout 30
 TUTTI_BUILD_DIR=build stage "test python" 900 /usr/bin/python3 -m pytest -q tests/python
 # Spark and Ray (tests/engines): real PySpark in local-cluster mode on Debian's Java, a local Ray
 # cluster, both from the engines' virtual environment.
-echo "=== setup engines (waited for; it ran beside the builds)"
-waited=$SECONDS
-if ! wait "$engines_setup"; then
-  cat build/setup_engines.log
-  echo "=== setup engines FAILED"
-  exit 1
-fi
-cat build/setup_engines.log
-echo "=== setup engines: waited $((SECONDS - waited))s"
+await_venv engines
 TUTTI_BUILD_DIR=build stage "test engines" 900 .venv-engines/bin/python -m pytest -q tests/engines
+# tutti.jax (tests/frameworks) with JAX from its own environment; ranks under tuttirun.
+await_venv jax
+TUTTI_BUILD_DIR=build stage "test frameworks (jax)" 600 .venv-jax/bin/python -m pytest -q tests/frameworks
 # tuttid as a service: config file, systemd notify protocol and unit checks, the status page in
 # headless chromium, Prometheus metrics.
 TUTTI_BUILD_DIR=build stage "test service" 600 /usr/bin/python3 -m pytest -q tests/service

@@ -1,6 +1,6 @@
 """Two JAX models trained side by side in two process sets, with optax, on synthetic data.
 
-    build/tuttirun -np 4 /tmp/jax-venv/bin/python examples/python/jax_two_models.py
+    build/tuttirun -np 4 .venv-jax/bin/python examples/python/jax_two_models.py
 
 Ranks 0 and 1 train a linear regression, ranks 2 and 3 a small MLP on a different problem; each
 set starts from its first rank's parameters (broadcast_variables), averages every step's

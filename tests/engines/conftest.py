@@ -1,5 +1,5 @@
 """The data engines' suites (Spark, Ray): real PySpark and Ray from PyPI, in the virtual
-environment scripts/setup_engines.sh makes (with Debian's packages visible through
+environment scripts/setup_venv.sh engines makes (with Debian's packages visible through
 --system-site-packages). Run with that environment's Python:
 
     .venv-engines/bin/python -m pytest tests/engines

@@ -17,7 +17,7 @@ def start_session(engine_missing):
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        engine_missing("pyspark is not installed in this Python (scripts/setup_engines.sh)")
+        engine_missing("pyspark is not installed in this Python (scripts/setup_venv.sh engines)")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         engine_missing("no Java runtime for Spark (apt-get install openjdk-17-jre-headless)")
     session = (SparkSession.builder.master(MASTER).appName("tutti tests")

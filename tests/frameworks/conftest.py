@@ -1,7 +1,7 @@
 """The framework bindings' suites (tutti.jax), run with the Python of the framework's virtual
 environment, whose interpreter the ranks run too (sys.executable):
 
-    TUTTI_BUILD_DIR=/path/to/build /tmp/jax-venv/bin/python -m pytest -q tests/frameworks
+    .venv-jax/bin/python -m pytest -q tests/frameworks
 
 Run apart from tests/python, whose conftest module has the same name. TUTTI_BUILD_DIR picks the
 build (default: build/ at the repository root); the package comes from python/ and the library,
