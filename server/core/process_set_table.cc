@@ -80,11 +80,18 @@ void ProcessSetTable::Add(int32_t caller, uint64_t request_id, std::vector<int32
     events->replies.push_back({caller, request_id, status, -1, {}});
     return;
   }
-  for (int32_t r : ranks) {
-    auto lost = lost_.find(r);
-    if (lost != lost_.end()) {
-      events->replies.push_back({caller, request_id, lost->second, -1, {}});
-      return;
+  const bool member = std::binary_search(ranks.begin(), ranks.end(), caller);
+  // A set with a lost rank can never be formed, and its members learn why. A non-member learns
+  // the id of a set that exists whatever became of its members: its call must not fail because
+  // the members were faster, even faster than to leave the job (Horovod scripts add every set on
+  // every rank, and a set's members may finish and finalize before a non-member's add arrives).
+  if (member || by_ranks_.count(ranks) == 0) {
+    for (int32_t r : ranks) {
+      auto lost = lost_.find(r);
+      if (lost != lost_.end()) {
+        events->replies.push_back({caller, request_id, lost->second, -1, {}});
+        return;
+      }
     }
   }
   auto [it, fresh] = by_ranks_.try_emplace(ranks, next_id_);
@@ -92,7 +99,6 @@ void ProcessSetTable::Add(int32_t caller, uint64_t request_id, std::vector<int32
   if (fresh) live_[next_id_++] = Entry{ranks, State::kAdding, {}};
   Entry& entry = live_.at(id);
 
-  const bool member = std::binary_search(ranks.begin(), ranks.end(), caller);
   if (!member || entry.state != State::kAdding) {
     events->replies.push_back({caller, request_id, Status::Ok(), id, ranks});
     return;

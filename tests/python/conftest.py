@@ -61,6 +61,18 @@ def job():
     return run_job
 
 
+def own_mpi_session_dirs(commands, root):
+    """Each mpirun command of `commands` with a session directory of its own under `root`:
+    OpenMPI 4.1's mpiruns race to create /tmp/ompi.HOST.UID when started at the same instant
+    ("mkdir ... File exists", orte_session_dir failed)."""
+    made = []
+    for i, command in enumerate(commands):
+        path = os.path.join(str(root), f"mpirun{i}")
+        os.makedirs(path, exist_ok=True)
+        made.append(["env", f"OMPI_MCA_orte_tmpdir_base={path}", *command])
+    return made
+
+
 def run_at_once(commands, env, timeout=240, cwd=None):
     """Starts every command at once and returns [(returncode, stdout, stderr)] in order; every
     child is reaped, even when one hangs past `timeout`."""

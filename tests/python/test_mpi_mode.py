@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, engine_missing, job_env, launcher_env, lines_of, run_at_once, run_job
+from conftest import (BUILD, engine_missing, job_env, launcher_env, lines_of, own_mpi_session_dirs,
+                      run_at_once, run_job)
 
 WORKER = os.path.join(BUILD, "tests", "mpi_mode_worker")
 MPIRUN = shutil.which("mpirun")
@@ -44,11 +45,12 @@ def test_world_from_mpi_comm_world_with_its_own_coordinator():
         assert "passed" in lines(result, r)
 
 
-def test_two_jobs_at_once_never_collide():
+def test_two_jobs_at_once_never_collide(tmp_path):
     need_mpi()
     command = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", WORKER, "world"]
     env = launcher_env()
-    for code, out, err in run_at_once([command, command], env, timeout=180):
+    commands = own_mpi_session_dirs([command, command], tmp_path)
+    for code, out, err in run_at_once(commands, env, timeout=180):
         assert code == 0, out + err
         assert out.count("passed") == 2, out
 

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import BUILD, ROOT, engine_missing, launcher_env, run_at_once
+from conftest import BUILD, ROOT, engine_missing, launcher_env, own_mpi_session_dirs, run_at_once
 
 MPIRUN = shutil.which("mpirun")
 WORKER = os.path.join(ROOT, "tests", "python", "workers", "zero_setup_job.py")
@@ -46,10 +46,11 @@ def test_a_python_program_needs_no_coordinator():
             in result.stdout, result.stdout + result.stderr
 
 
-def test_two_jobs_at_once_never_collide():
+def test_two_jobs_at_once_never_collide(tmp_path):
     need_mpirun()
     command = mpirun_command(2, sys.executable, WORKER, "sets")
-    for code, out, err in run_at_once([command, command], launcher_env(), timeout=180):
+    commands = own_mpi_session_dirs([command, command], tmp_path)
+    for code, out, err in run_at_once(commands, launcher_env(), timeout=180):
         assert code == 0, out + err
         # Each job's world is its own two ranks.
         assert out.count("world 2") == 2, out + err

@@ -50,6 +50,32 @@ TEST(ProcessSetTable, MembersWaitForEachOtherNonMembersDoNot) {
   EXPECT_EQ(events.replies[0].set_id, 1);
 }
 
+TEST(ProcessSetTable, ANonMemberLearnsTheIdOfASetWhoseMembersHaveLeft) {
+  ProcessSetTable table(4);
+  ProcessSetTable::Events events;
+  table.Add(1, 10, {1, 3}, 1000, t0, &events);
+  table.Add(3, 11, {1, 3}, 1000, t0, &events);
+  ASSERT_EQ(events.activated, (std::vector<int32_t>{1}));
+  const Status left(Code::kPeerLost, "peer lost: rank 1 finalized");
+  table.MarkLost(1, left, &events);
+
+  events = {};
+  table.Add(2, 12, {3, 1}, 1000, t0, &events);  // the members were faster, even to finalize
+  ASSERT_EQ(events.replies.size(), 1u);
+  EXPECT_TRUE(events.replies[0].status.ok()) << events.replies[0].status.message();
+  EXPECT_EQ(events.replies[0].set_id, 1);
+
+  events = {};
+  table.Add(3, 13, {1, 3}, 1000, t0, &events);  // a member learns why the set is broken
+  ASSERT_EQ(events.replies.size(), 1u);
+  EXPECT_EQ(events.replies[0].status.message(), "peer lost: rank 1 finalized");
+
+  events = {};
+  table.Add(2, 14, {0, 1}, 1000, t0, &events);  // a set never made with a lost rank: refused
+  ASSERT_EQ(events.replies.size(), 1u);
+  EXPECT_EQ(events.replies[0].status.message(), "peer lost: rank 1 finalized");
+}
+
 TEST(ProcessSetTable, IdsAreNeverReused) {
   ProcessSetTable table(2);
   ProcessSetTable::Events events;
