@@ -72,7 +72,8 @@ def _device_memory(value):
 def _has_buffer_protocol(value):
     try:
         memoryview(value)
-    except (TypeError, BufferError):  # BufferError: e.g. jax's bfloat16, which has __array__
+    except (TypeError, BufferError, ValueError):  # jax's bfloat16: BufferError; TensorFlow's
+        # bfloat16 EagerTensor: ValueError (no buffer format for it); both have __array__
         return False
     return True
 

@@ -6,6 +6,7 @@ layouts are only ever appended to, and every struct starts with its size.
 import ctypes
 import ctypes.util
 import os
+import sys
 
 # ---- values of tutti.h (they never change) ------------------------------------------------------
 OK = 0
@@ -139,11 +140,21 @@ def _candidates():
     yield found or "libtutti.so.0"
 
 
+def _load_mode():
+    """RTLD_DEEPBIND when TensorFlow is already loaded: its libtensorflow_framework exports its
+    own google::protobuf globally, which would otherwise bind libtutti's calls into Debian's
+    libprotobuf-lite to a different protobuf (a crash in tutti_init). DEEPBIND makes libtutti and
+    its dependencies prefer their own symbols. Only then: sanitizer runtimes refuse DEEPBIND."""
+    if "tensorflow" in sys.modules and hasattr(os, "RTLD_DEEPBIND"):
+        return ctypes.DEFAULT_MODE | os.RTLD_DEEPBIND
+    return ctypes.DEFAULT_MODE
+
+
 def load():
     tried = []
     for path in _candidates():
         try:
-            return ctypes.CDLL(path), path
+            return ctypes.CDLL(path, mode=_load_mode()), path
         except OSError as e:
             tried.append(f"{path} ({e})")
     raise ImportError("cannot load libtutti: set TUTTI_LIBRARY to its path, or build it "

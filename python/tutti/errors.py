@@ -18,6 +18,10 @@ class TuttiError(Exception):
     """A tutti call failed. `status` is the tutti.h code, `str(error)` the library's message."""
 
     status = None
+    # TensorFlow's AutoGraph re-raises an exception from a traced tf.function as its own
+    # StagingError unless the class has a plain constructor; this attribute makes it pass tutti's
+    # errors through unchanged, so `except tutti.X` works inside tf.function too.
+    ag_pass_through = True
 
     def __init__(self, message, status=None):
         super().__init__(message)

@@ -1,0 +1,119 @@
+"""tutti.tensorflow and tutti.keras (Keras 3, TensorFlow backend) on real jobs of 2 ranks (4 for
+the two-set example): values and gradients against single-process references, eager and inside
+tf.function, misuse with exact classes and messages, model.fit training with bitwise-identical
+replicas, and the example. Run with the TensorFlow environment's Python:
+
+    .venv-tensorflow/bin/python -m pytest -q tests/frameworks/test_tensorflow.py
+
+Without TensorFlow and Keras it skips (fails under CI=true), so another framework's environment
+running tests/frameworks passes over it."""
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import ROOT, assert_ok, engine_missing, job_env, lines_of, run_job
+
+try:
+    import keras  # noqa: F401 - only probed: the ranks import it
+    import tensorflow  # noqa: F401
+except ImportError:
+    tensorflow = None
+
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": "tensorflow"}
+
+
+@pytest.fixture(autouse=True)
+def needs_tensorflow():
+    if tensorflow is None:
+        engine_missing("tensorflow and keras are not installed in this Python "
+                       "(python/constraints-tensorflow.txt)")
+
+
+@pytest.mark.parametrize("module,message", [
+    ("tutti.tensorflow", "ImportError: tutti.tensorflow needs TensorFlow: pip install "
+                         "tutti[tensorflow] (or pip install tensorflow)"),
+    ("tutti.keras", "ImportError: tutti.keras needs Keras 3: pip install tutti[keras] (or pip "
+                    "install keras)")])
+def test_import_without_the_framework_says_what_to_install(module, message):
+    framework = module.split(".")[1]
+    probe = subprocess.run(["/usr/bin/python3", "-c", f"import {framework}"],
+                           capture_output=True)
+    if not os.path.exists("/usr/bin/python3") or probe.returncode == 0:
+        pytest.skip(f"/usr/bin/python3 has {framework}")
+    result = subprocess.run(["/usr/bin/python3", "-c", f"import {module}"], env=job_env(),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == message
+
+
+def _errors(result, rank):
+    return {line.split(" ")[1]: line.split(" ", 2)[2] for line in lines_of(result, rank)
+            if line.startswith("error ")}
+
+
+def test_collectives_gradients_tapes_and_misuse():
+    result = run_job(2, "tf_api.py", env=QUIET)
+    assert_ok(result, "tf api ok", 2)
+    for r in range(2):
+        errors = _errors(result, r)
+        assert errors["jit"] == (
+            "UnsupportedError tutti.tensorflow collectives cannot run inside "
+            "tf.function(jit_compile=True): XLA compiles no Python callback; use tf.function "
+            "without jit_compile (Keras: model.compile(..., jit_compile=False))")
+        assert errors["grad-max"] == (
+            "UnsupportedError the gradient of an allreduce with op Max is not defined in "
+            "tutti.tensorflow: differentiate Sum or Average")
+        assert errors["op"] == ("InvalidArgumentError unknown reduction op 7: use "
+                                "tutti.tensorflow.Sum, Average, Min, Max or Product")
+        assert errors["list"] == ("InvalidArgumentError allreduce takes one tensor; use "
+                                  "grouped_allreduce for a list")
+        assert errors["sparse-min"] == (
+            "UnsupportedError allreduce of tf.IndexedSlices supports op Sum and Average, not "
+            "Min: pass sparse_as_dense=True or densify it")
+        assert errors["unregistered"] == (
+            "InvalidArgumentError process set [0] is not registered: pass it to "
+            "init(process_sets=...) or add_process_set()")
+        assert errors["barrier-graph"] == ("UnsupportedError barrier runs eagerly only, not "
+                                           "inside tf.function")
+        assert errors["tape-op"] == ("InvalidArgumentError DistributedGradientTape reduces with "
+                                     "op Sum or Average")
+        # A failure while the graph runs comes back as TF's error for RuntimeError, holding
+        # tutti's class and message.
+        assert errors["shape"].startswith("UnknownError "), errors["shape"]
+        assert ("MismatchError: mismatched 'shape[0]' on process set 0: rank 0 sent allreduce "
+                "float32[3] op=average in group 'shape' (1 of 1), rank 1 sent allreduce "
+                "float32[4] op=average in group 'shape' (1 of 1)") in errors["shape"]
+    assert "non-member" not in _errors(result, 0)
+    for key in ("non-member", "non-member-graph"):
+        assert _errors(result, 1)[key] == ("NotAMemberError rank 1 is not a member of process "
+                                           "set 1")
+
+
+def test_keras_fit_converges_with_identical_replicas_and_callbacks():
+    with tempfile.TemporaryDirectory() as folder:
+        result = run_job(2, "keras_train.py", folder, env=QUIET)
+        assert_ok(result, "keras ok", 2)
+        assert sorted(os.listdir(folder)) == ["best-0.keras"]  # rank 0 alone writes
+    mine, theirs = lines_of(result, 0), lines_of(result, 1)
+    for prefix in ("loss", "rates", "weights"):
+        line = [l for l in mine if l.startswith(prefix)]
+        assert line == [l for l in theirs if l.startswith(prefix)], (mine, theirs)
+    losses = [float(v) for v in next(l for l in mine if l.startswith("loss")).split()[1:]]
+    assert losses[-1] < 0.01 * losses[0], losses
+    rates = next(l for l in mine if l.startswith("rates")).split()[1:]
+    # warmup from 0.05 / 2 over two epochs (fractional), held, then 0.05 * 0.5 ** epoch
+    assert rates == ["0.0375", "0.05", "0.05", "0.05", "0.003125", "0.0015625"]
+
+
+def test_keras_two_models_example_in_two_sets():
+    script = os.path.join(ROOT, "examples", "python", "keras_two_models.py")
+    result = run_job(4, script, env=QUIET, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    words = [lines_of(result, r)[-1].split() for r in range(4)]
+    assert [w[0] for w in words] == ["regression", "regression", "classifier", "classifier"]
+    assert words[0] == words[1] and words[2] == words[3]  # same loss and weights in a set
+    assert words[0][-1] != words[2][-1]
+    for w in words:
+        assert float(w[-3]) < 0.7 * float(w[-5]), w  # "loss FIRST -> LAST weights DIGEST"
