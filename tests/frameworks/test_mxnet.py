@@ -1,6 +1,6 @@
 """tutti.mxnet: the NDArray conversions in this process, the binding on real jobs of 2 and 4 ranks
 (values against single-process references, misuse), gluon training against one process on all
-the data, and the two-models example. Run with the MXNet environment's Python:
+the data, and examples/python/mxnet_two_models.py. Run with the MXNet environment's Python:
 
     .venv-mxnet/bin/python -m pytest -q tests/frameworks/test_mxnet.py
 
@@ -148,3 +148,18 @@ def test_gluon_training_matches_one_process_with_identical_replicas(ranks):
         assert errors["param-type"] == ("InvalidArgumentError params['w'] must be an NDArray or "
                                         "a gluon Parameter, not ndarray")
         assert errors["prefix"] == "InvalidArgumentError prefix must be a str, not int"
+
+
+def test_two_models_example_in_two_sets():
+    script = os.path.join(ROOT, "examples", "python", "mxnet_two_models.py")
+    result = run_job(4, script, env=THREADS)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [lines_of(result, r) for r in range(4)]
+    assert all(len(rank_lines) == 1 for rank_lines in lines), result.stdout + result.stderr
+    words = [rank_lines[0].split() for rank_lines in lines]
+    assert [w[0] for w in words] == ["regression", "regression", "mlp", "mlp"]
+    # Members of a set agree on the set-averaged loss and on every parameter bit; the sets differ.
+    assert words[0][3:] == words[1][3:] and words[2][3:] == words[3][3:]
+    assert words[0][-1] != words[2][-1]
+    for w in words:
+        assert float(w[6]) < 0.1 * float(w[4]), w
