@@ -142,6 +142,9 @@ def test_gluon_training_matches_one_process_with_identical_replicas(ranks):
         assert errors["contexts"] == (
             "UnsupportedError parameter replicated_bias is on 2 contexts: DistributedTrainer "
             "reduces one replica per process; initialize it on one context")
+        assert errors["broadcast-prefix"] == (
+            "MismatchError mismatched 'init.parameters.0' on process set 0: rank 0 sent "
+            "broadcast float32[2] root=0, rank 1 sent broadcast float32[3] root=0")
         assert errors["optimizer"] == ("InvalidArgumentError DistributedOptimizer wraps an "
                                        "mx.optimizer.Optimizer, not str")
         assert errors["params"] == "ValueError invalid params of type: <class 'list'>"

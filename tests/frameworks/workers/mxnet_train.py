@@ -137,6 +137,8 @@ def two_contexts():
 
 report("mismatch", mismatched_models)
 report("contexts", two_contexts)
+report("broadcast-prefix", lambda: hvd.broadcast_parameters({"w": mx.nd.ones(2 + rank)},
+                                                            prefix="init."))
 report("optimizer", lambda: hvd.DistributedOptimizer("sgd"))
 report("params", lambda: hvd.broadcast_parameters([mx.nd.ones(2)]))
 report("param-type", lambda: hvd.broadcast_parameters({"w": np.ones(2)}))
