@@ -20,10 +20,10 @@ stage() {  # stage NAME LIMIT_SECONDS COMMAND...
 }
 
 stage setup 900 bash scripts/setup.sh
-# The frameworks Debian lacks (PySpark and Ray; JAX) install from PyPI, pinned, into their own
+# The frameworks Debian lacks (PySpark and Ray; JAX; TensorFlow; MXNet) install from PyPI, pinned, into their own
 # virtual environments in the background while C++ builds; their stages wait for them.
 mkdir -p build
-for venv in engines jax; do
+for venv in engines jax tensorflow mxnet; do
   timeout --kill-after=10 900 bash scripts/setup_venv.sh $venv > build/setup_$venv.log 2>&1 &
   eval "setup_$venv=\$!"
 done
@@ -62,9 +62,17 @@ TUTTI_BUILD_DIR=build stage "test python" 900 /usr/bin/python3 -m pytest -q test
 # cluster, both from the engines' virtual environment.
 await_venv engines
 TUTTI_BUILD_DIR=build stage "test engines" 900 .venv-engines/bin/python -m pytest -q tests/engines
-# tutti.jax (tests/frameworks) with JAX from its own environment; ranks under tuttirun.
+# The framework bindings (tests/frameworks), each with its framework's own environment and only
+# its own files (another framework's tests would fail there under CI=true); ranks under tuttirun.
 await_venv jax
-TUTTI_BUILD_DIR=build stage "test frameworks (jax)" 600 .venv-jax/bin/python -m pytest -q tests/frameworks
+TUTTI_BUILD_DIR=build stage "test frameworks (jax, keras on jax)" 600 \
+  .venv-jax/bin/python -m pytest -q tests/frameworks/test_jax.py tests/frameworks/test_keras_jax.py
+await_venv tensorflow
+TUTTI_BUILD_DIR=build stage "test frameworks (tensorflow, keras)" 600 \
+  .venv-tensorflow/bin/python -m pytest -q tests/frameworks/test_tensorflow.py
+await_venv mxnet
+TUTTI_BUILD_DIR=build stage "test frameworks (mxnet)" 600 \
+  .venv-mxnet/bin/python -m pytest -q tests/frameworks/test_mxnet.py
 # tuttid as a service: config file, systemd notify protocol and unit checks, the status page in
 # headless chromium, Prometheus metrics.
 TUTTI_BUILD_DIR=build stage "test service" 600 /usr/bin/python3 -m pytest -q tests/service
