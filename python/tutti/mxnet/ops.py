@@ -12,14 +12,13 @@ through DLPack without a copy when the input is on cpu(0) (a copy onto another C
 for bool). The in-place names (allreduce_, grouped_allreduce_, broadcast_) copy the result into
 the caller's NDArray once and return it. An mx.np.ndarray in gives an mx.np.ndarray out.
 """
-import pickle
 import warnings
 
 import mxnet as mx
 import numpy as np
 
 import tutti as _tutti
-from tutti import _arrays
+from tutti import _arrays, _objects
 from tutti._process_sets import global_process_set, set_id
 from tutti.errors import InvalidArgumentError, UnsupportedError
 
@@ -196,31 +195,11 @@ def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
 
 # ---- Python objects ----------------------------------------------------------------------------
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """`obj` as global rank `root_rank` has it, on every member (pickled through uint8 arrays).
-    The default name is fixed, not the object's type as in Horovod: the other ranks' objects
-    (often None) need not have the root's type."""
-    name = name or "broadcast_object"
-    the_set = set_id(process_set)
-    root = _tutti.rank() == root_rank
-    payload = (np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
-               if root else np.empty(0, np.uint8))
-    length = _arrays.broadcast(np.array([payload.size], np.int64), root_rank, f"{name}.length",
-                               the_set)
-    if not root:
-        payload = np.empty(int(length[0]), np.uint8)
-    payload = _arrays.broadcast(payload, root_rank, f"{name}.payload", the_set)
-    return obj if root else pickle.loads(payload.tobytes())
+    """`obj` as global rank `root_rank` has it, on every member (pickled through uint8 arrays;
+    tutti/_objects.py)."""
+    return _objects.broadcast_object(obj, root_rank, name, process_set)
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Every member's `obj`, in set order."""
-    name = name or "allgather_object"
-    the_set = set_id(process_set)
-    payload = np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
-    lengths = _arrays.allgather(np.array([payload.size], np.int64), f"{name}.lengths", the_set)
-    data = _arrays.allgather(payload, f"{name}.payload", the_set)
-    out, at = [], 0
-    for n in lengths.tolist():
-        out.append(pickle.loads(data[at:at + n].tobytes()))
-        at += n
-    return out
+    return _objects.allgather_object(obj, name, process_set)

@@ -11,13 +11,10 @@ in one grouped allreduce (one fused step; one py_function inside tf.function), t
 allgathered (or densified first with sparse_as_dense=True). The wrapper is a subclass of the
 tape's own class sharing its recorded state, so it is still a tf.GradientTape.
 """
-import pickle
 
-import numpy as np
 import tensorflow as tf
 
-import tutti as _tutti
-from tutti import _arrays
+from tutti import _arrays, _objects
 from tutti._process_sets import global_process_set, members, set_id
 from tutti.errors import InvalidArgumentError
 
@@ -39,38 +36,16 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, na
     return [variable.assign(value) for variable, value in zip(variables, broadcast)]
 
 
-def _to_bytes(obj):
-    return np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), np.uint8)
-
-
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """`obj` as global rank `root_rank` has it, on every member of the set (eagerly only)."""
     _eager_only("broadcast_object")
-    name = name or "broadcast_object"
-    the_set = set_id(process_set)
-    root = _tutti.rank() == root_rank
-    payload = _to_bytes(obj) if root else np.empty(0, np.uint8)
-    length = _arrays.broadcast(np.array([payload.size], np.int64), root_rank, f"{name}.length",
-                               the_set)
-    if not root:
-        payload = np.empty(int(length[0]), np.uint8)
-    payload = _arrays.broadcast(payload, root_rank, f"{name}.payload", the_set)
-    return obj if root else pickle.loads(payload.tobytes())
+    return _objects.broadcast_object(obj, root_rank, name, process_set)
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Every member's `obj`, in set order (eagerly only)."""
     _eager_only("allgather_object")
-    name = name or "allgather_object"
-    the_set = set_id(process_set)
-    payload = _to_bytes(obj)
-    lengths = _arrays.allgather(np.array([payload.size], np.int64), f"{name}.lengths", the_set)
-    data = _arrays.allgather(payload, f"{name}.payload", the_set)
-    out, at = [], 0
-    for n in lengths.tolist():
-        out.append(pickle.loads(data[at:at + n].tobytes()))
-        at += n
-    return out
+    return _objects.allgather_object(obj, name, process_set)
 
 
 # ---- gradients ---------------------------------------------------------------------------------
