@@ -173,6 +173,28 @@ def allgather(value, name=None, set_id=_tutti.WORLD):
     return _tutti._rt().allgather(buffer_of(value), new_array, name, set_id).wait()
 
 
+def grouped_allgather(values, name=None, set_id=_tutti.WORLD):
+    """allgather of every array of `values` in one grouped request (negotiated as one unit)."""
+    buffers = [buffer_of(v, f"tensors[{i}]") for i, v in enumerate(values)]
+    if not buffers:
+        return []
+    return _tutti._rt().grouped_allgather(buffers, new_array, name, set_id).wait()
+
+
+def grouped_reducescatter(values, op=_tutti.Sum, name=None, set_id=_tutti.WORLD,
+                          prescale_factor=1.0, postscale_factor=1.0):
+    """reducescatter of every array of `values`. The C ABI has no grouped reducescatter: one
+    request per array (named `name.i`, or unnamed in list order), all submitted from this thread
+    before the first wait, so that every rank submits them in the same order and they travel
+    together; each completes on its own."""
+    buffers = [buffer_of(v, f"tensors[{i}]") for i, v in enumerate(values)]
+    runtime = _tutti._rt()
+    handles = [runtime.reducescatter(b, new_array, None if name is None else f"{name}.{i}",
+                                     set_id, op, prescale_factor, postscale_factor)
+               for i, b in enumerate(buffers)]
+    return [handle.wait() for handle in handles]
+
+
 def reducescatter(value, op=_tutti.Sum, name=None, set_id=_tutti.WORLD, prescale_factor=1.0,
                   postscale_factor=1.0):
     """This member's rows of the reduction (the first members get one more when they do not

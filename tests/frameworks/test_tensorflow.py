@@ -1,5 +1,5 @@
 """tutti.tensorflow and tutti.keras (Keras 3, TensorFlow backend) on real jobs of 2 ranks (4 for
-the two-set example): values and gradients against single-process references, eager and inside
+the two-set example, 2 and 4 for the API test): values and gradients against single-process references, eager and inside
 tf.function, misuse with exact classes and messages, model.fit training with bitwise-identical
 replicas, and the example. Run with the TensorFlow environment's Python:
 
@@ -53,11 +53,28 @@ def _errors(result, rank):
             if line.startswith("error ")}
 
 
-def test_collectives_gradients_tapes_and_misuse():
-    result = run_job(2, "tf_api.py", env=QUIET)
-    assert_ok(result, "tf api ok", 2)
-    for r in range(2):
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_collectives_gradients_tapes_and_misuse(ranks):
+    result = run_job(ranks, "tf_api.py", env=QUIET)
+    assert_ok(result, "tf api ok", ranks)
+    for r in range(ranks):
         errors = _errors(result, r)
+        assert errors["grouped-gather-list"] == ("InvalidArgumentError grouped_allgather takes a "
+                                                 "list of tensors, not EagerTensor")
+        assert errors["grouped-gather-scalar"] == (
+            "InvalidArgumentError grouped_allgather takes tensors of at least one dimension; "
+            "tensors[1] is a scalar")
+        assert errors["grouped-scatter-op"] == ("InvalidArgumentError grouped_reducescatter "
+                                                "takes op Sum or Average, not Max")
+        assert errors["grouped-scatter-scalar"] == (
+            "InvalidArgumentError grouped_reducescatter takes tensors of at least one dimension; "
+            "tensors[0] is a scalar")
+        assert errors["sync-fused"] == (
+            "InvalidArgumentError SyncBatchNormalization does not support fused=True (Keras 3 "
+            "has no fused batch normalization)")
+        assert errors["sync-synchronized"] == (
+            "InvalidArgumentError SyncBatchNormalization synchronizes through tutti; "
+            "synchronized=True (tf.distribute) does not apply")
         assert errors["jit"] == (
             "UnsupportedError tutti.tensorflow collectives cannot run inside "
             "tf.function(jit_compile=True): XLA compiles no Python callback; use tf.function "
@@ -85,10 +102,12 @@ def test_collectives_gradients_tapes_and_misuse():
         assert ("MismatchError: mismatched 'shape[0]' on process set 0: rank 0 sent allreduce "
                 "float32[3] op=average in group 'shape' (1 of 1), rank 1 sent allreduce "
                 "float32[4] op=average in group 'shape' (1 of 1)") in errors["shape"]
-    assert "non-member" not in _errors(result, 0)
-    for key in ("non-member", "non-member-graph"):
-        assert _errors(result, 1)[key] == ("NotAMemberError rank 1 is not a member of process "
-                                           "set 1")
+    for r in range(ranks // 2):
+        assert "non-member" not in _errors(result, r)
+    for r in range(ranks // 2, ranks):
+        for key in ("non-member", "non-member-graph"):
+            assert _errors(result, r)[key] == (f"NotAMemberError rank {r} is not a member of "
+                                               f"process set 1")
 
 
 def test_keras_fit_converges_with_identical_replicas_and_callbacks():

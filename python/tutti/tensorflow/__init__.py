@@ -10,7 +10,8 @@ Tensors must be in host memory: an EagerTensor on a GPU is refused by the array 
 collectives are differentiable (tf.custom_gradient); DistributedGradientTape reduces a step's
 gradients in one grouped call. docs/frameworks.md has the porting table.
 
-Modules: ops (collectives), functions (variables, objects, gradient tapes), compression.
+Modules: ops (collectives), functions (variables, objects, gradient tapes), compression,
+sync_batch_norm (SyncBatchNormalization, a Keras 3 layer, imported on first use).
 Process sets are tutti._process_sets', shared with the other bindings of the array core.
 """
 try:
@@ -30,9 +31,18 @@ from .functions import (DistributedGradientTape, PartialDistributedGradientTape,
                         allgather_object, broadcast_object, broadcast_variables,
                         reduce_gradients)
 from .ops import (Average, Max, Min, Product, Sum, allgather, allreduce, alltoall,  # noqa: F401
-                  barrier, broadcast, grouped_allreduce, join, reducescatter)
+                  barrier, broadcast, grouped_allgather, grouped_allreduce,
+                  grouped_reducescatter, join, reducescatter)
 
 is_initialized = _tutti.is_initialized
 rank, size = _tutti.rank, _tutti.size
 local_rank, local_size = _tutti.local_rank, _tutti.local_size
 cross_rank, cross_size = _tutti.cross_rank, _tutti.cross_size
+
+
+def __getattr__(name):
+    # SyncBatchNormalization is a Keras layer: Keras is imported on its first use only.
+    if name == "SyncBatchNormalization":
+        from .sync_batch_norm import SyncBatchNormalization
+        return SyncBatchNormalization
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,7 +22,8 @@ Gradients (tf.custom_gradient), for the ranks' losses summed: allreduce and grou
 (op Sum or Average: the cotangent is allreduced with the same op and factors; Min, Max, Product
 raise UnsupportedError when differentiated), allgather (the cotangent summed over the set, this
 member's rows), broadcast (the cotangent summed over the set on the root, zeros elsewhere),
-reducescatter (the cotangents allgathered, with the same factors) and alltoall (the cotangent sent
+reducescatter (the cotangents allgathered, with the same factors), grouped_allgather and
+grouped_reducescatter (as their single counterparts, each in one grouped request) and alltoall (the cotangent sent
 back with the received splits).
 """
 import numpy as np
@@ -217,6 +218,52 @@ def allgather(tensor, name=None, process_set=global_process_set):
     return gather(tensor)
 
 
+def _list_of_tensors(tensors, function):
+    if not isinstance(tensors, (list, tuple)):
+        raise InvalidArgumentError(f"{function} takes a list of tensors, not "
+                                   f"{type(tensors).__name__}")
+    tensors = [_as_tensor(t) for t in tensors]
+    for i, tensor in enumerate(tensors):
+        if tensor.shape.rank == 0:
+            raise InvalidArgumentError(f"{function} takes tensors of at least one dimension; "
+                                       f"tensors[{i}] is a scalar")
+    return tensors
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """allgather of every tensor of the list in one grouped request (one py_function inside
+    tf.function); returns a list. First dimensions may differ between members; differentiable
+    (the cotangents summed over the set in one grouped allreduce, this member's rows)."""
+    tensors = _list_of_tensors(tensors, "grouped_allgather")
+    if not tensors:
+        return []
+    the_set = set_id(process_set)
+
+    @tf.custom_gradient
+    def gather(*values):
+        outputs = _run(lambda *a: _arrays.grouped_allgather(a, name, the_set), values,
+                       [v.dtype for v in values],
+                       [tf.TensorShape([None]).concatenate(v.shape[1:]) for v in values],
+                       the_set)
+
+        def gradient(*cotangents):
+            count = len(values)
+
+            def host(*arrays):
+                rows = np.array([a.shape[0] for a in arrays[:count]], np.int64)
+                every = _arrays.allgather(rows, _sub_name(name, "grad.rows"),
+                                          the_set).reshape(-1, count)
+                position = members(the_set).index(_tutti.rank())
+                totals = _arrays.grouped_allreduce(arrays[count:], Sum, _sub_name(name, "grad"),
+                                                   the_set)
+                before = every[:position].sum(0)
+                return [total[b:b + m] for total, b, m in zip(totals, before, every[position])]
+            return _run(host, list(values) + _zeros_for_none(cotangents, outputs),
+                        [v.dtype for v in values], [v.shape for v in values], the_set)
+        return outputs, gradient
+    return list(gather(*tensors))
+
+
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """A new tensor holding global rank `root_rank`'s `tensor` on every member; differentiable
     (the root's gradient is the set's sum of cotangents, the others' zero)."""
@@ -268,6 +315,45 @@ def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
             return _run(host, [cotangent], [value.dtype], [value.shape], the_set)[0]
         return output, gradient
     return scatter(tensor)
+
+
+def grouped_reducescatter(tensors, op=Average, name=None, process_set=global_process_set,
+                          prescale_factor=1.0, postscale_factor=1.0):
+    """reducescatter of every tensor of the list (one py_function inside tf.function); returns
+    a list. The core has no grouped reducescatter: one request per tensor, all submitted from that
+    one call before the first wait (named `name.i`), so the ranks submit them in the same order;
+    they complete one by one, not as one fused step. Differentiable for Sum and Average (the
+    cotangents in one grouped allgather)."""
+    op, the_set, prescale_factor, postscale_factor = _scaled_op(op, process_set, prescale_factor,
+                                                                postscale_factor)
+    if op not in (Sum, Average):
+        raise InvalidArgumentError(f"grouped_reducescatter takes op Sum or Average, not "
+                                   f"{_OP_NAMES[op]}")
+    tensors = _list_of_tensors(tensors, "grouped_reducescatter")
+    if not tensors:
+        return []
+
+    @tf.custom_gradient
+    def scatter(*values):
+        outputs = _run(lambda *a: _arrays.grouped_reducescatter(a, op, name, the_set,
+                                                                prescale_factor,
+                                                                postscale_factor),
+                       values, [v.dtype for v in values],
+                       [tf.TensorShape([None]).concatenate(v.shape[1:]) for v in values],
+                       the_set)
+
+        def gradient(*cotangents):
+            scale = prescale_factor * postscale_factor
+            if op == Average:
+                scale /= len(members(the_set))
+
+            def host(*arrays):
+                gathered = _arrays.grouped_allgather(arrays, _sub_name(name, "grad"), the_set)
+                return [(g * scale).astype(g.dtype) for g in gathered]
+            return _run(host, _zeros_for_none(cotangents, outputs), [v.dtype for v in values],
+                        [v.shape for v in values], the_set)
+        return outputs, gradient
+    return list(scatter(*tensors))
 
 
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):

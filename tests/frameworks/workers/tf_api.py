@@ -19,9 +19,9 @@ def contribution(r, shape=(3, 2), dtype=tf.float32):
     return tf.cast(tf.reshape(tf.range(np.prod(shape)), shape) % 5 + 1 + r, dtype)
 
 
-def close(got, want):
+def close(got, want, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64),
-                               rtol=1e-5, atol=1e-6)
+                               rtol=rtol, atol=atol)
 
 
 def both(function):
@@ -96,6 +96,40 @@ offset = sum(r + 1 for r in range(rank))
 close(received, tf.concat([contribution(r, (sent.shape[0], 2))[offset:offset + rank + 1]
                            for r in range(size)], 0))
 
+# grouped allgather and reducescatter: one py_function each inside tf.function.
+gathered = both(lambda: hvd.grouped_allgather([ragged, tf.cast(mine, tf.int32)],
+                                              name="grouped.gather"))
+close(gathered[0], tf.concat([contribution(r, (r + 1, 2)) for r in range(size)], 0))
+assert gathered[1].dtype == tf.int32
+close(gathered[1], tf.concat([contribution(r) for r in range(size)], 0))
+odd_rows = size + 1  # the first member gets one more row
+tall_and_odd = [contribution(rank, (2 * size, 2)), contribution(rank, (odd_rows, 3))]
+scattered = both(lambda: hvd.grouped_reducescatter(tall_and_odd, op=hvd.Sum))
+close(scattered[0], tf.reduce_sum([contribution(r, (2 * size, 2)) for r in range(size)], 0)
+      [2 * rank:2 * rank + 2])
+odd_start = rank + (1 if rank > 0 else 0)
+close(scattered[1], tf.reduce_sum([contribution(r, (odd_rows, 3)) for r in range(size)], 0)
+      [odd_start:odd_start + (2 if rank == 0 else 1)])
+close(both(lambda: hvd.grouped_reducescatter(tall_and_odd, name="grouped.scatter",
+                                             prescale_factor=2.0))[0],
+      2.0 * tf.reduce_mean([contribution(r, (2 * size, 2)) for r in range(size)], 0)
+      [2 * rank:2 * rank + 2])
+assert hvd.grouped_allgather([]) == [] and hvd.grouped_reducescatter([]) == []
+graph = tf.function(lambda: hvd.grouped_reducescatter(tall_and_odd)).get_concrete_function().graph
+assert [op.type for op in graph.get_operations()].count("EagerPyFunc") == 1
+graph = tf.function(lambda: hvd.grouped_allgather(tall_and_odd)).get_concrete_function().graph
+assert [op.type for op in graph.get_operations()].count("EagerPyFunc") == 1
+for the_set in (first_half, second_half):
+    if rank in the_set.ranks:
+        position = the_set.ranks.index(rank)
+        close(both(lambda: hvd.grouped_allgather([mine], process_set=the_set))[0],
+              tf.concat([contribution(r) for r in the_set.ranks], 0))
+        close(both(lambda: hvd.grouped_reducescatter([tall_and_odd[0]], process_set=the_set,
+                                                     op=hvd.Sum))[0],
+              tf.reduce_sum([contribution(r, (2 * size, 2)) for r in the_set.ranks], 0)
+              [position * 2 * size // len(the_set.ranks):
+               (position + 1) * 2 * size // len(the_set.ranks)])
+
 # ---- gradients against one process holding every rank's input -------------------------------
 weights = tf.range(1.0, size + 1.0)
 shaping = tf.reshape(tf.range(6.0), (3, 2))
@@ -140,6 +174,13 @@ close(distributed_gradient(lambda x: hvd.broadcast(x, root_rank=1), mine),
 tall = [contribution(r, (2 * size, 2)) for r in range(size)]
 close(distributed_gradient(lambda x: hvd.reducescatter(x, op=hvd.Average), tall[rank]),
       reference_gradient(lambda xs, r: tf.reduce_mean(xs, 0)[2 * r:2 * r + 2], tall))
+close(distributed_gradient(lambda x: hvd.grouped_allgather([x, 3 * x[:rank + 1]])[1], mine),
+      reference_gradient(lambda xs, r: tf.concat([3 * xs[j][:j + 1] for j in range(size)], 0),
+                         [contribution(r) for r in range(size)]))
+close(distributed_gradient(lambda x: hvd.grouped_reducescatter([2 * x, x], op=hvd.Average,
+                                                               postscale_factor=3.0)[1],
+                           tall[rank]),
+      reference_gradient(lambda xs, r: 3.0 * tf.reduce_mean(xs, 0)[2 * r:2 * r + 2], tall))
 close(distributed_gradient(lambda x: hvd.alltoall(x)[0], tall[rank]),
       reference_gradient(lambda xs, r: tf.concat([xs[j][2 * r:2 * r + 2] for j in range(size)],
                                                  0), tall))
@@ -220,6 +261,61 @@ hvd.barrier()
 hvd.barrier(process_set=the_half)
 assert 0 <= hvd.join() < size
 
+# ---- SyncBatchNormalization against BatchNormalization over the concatenated batch -----------
+import keras  # noqa: E402 - only this section needs Keras
+
+batches = [tf.reshape(tf.sin(tf.range(float((r + 2) * 3 * 4)) * (r + 1.5)), (r + 2, 3, 4))
+           for r in range(size)]  # uneven batch sizes, channels last
+
+
+def batch_norms(layer_class, **options):
+    layer = layer_class(momentum=0.5, **options)
+    layer.build((None, 3, 4))
+    layer.gamma.assign(tf.range(1.0, 5.0))
+    layer.beta.assign(tf.range(4.0) / 10)
+    return layer
+
+
+def normalize(layer, x):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, training=True)
+        loss = tf.reduce_sum(tf.sin(y) * tf.range(1.0, 5.0))
+    return y, tape.gradient(loss, [x, layer.gamma, layer.beta])
+
+
+reference = batch_norms(keras.layers.BatchNormalization)
+whole = tf.concat(batches, 0)
+want_y, (want_dx, want_gamma, want_beta) = normalize(reference, whole)
+offset = sum(r + 2 for r in range(rank))
+for traced in (False, True):
+    synced = batch_norms(hvd.SyncBatchNormalization)
+    run = tf.function(normalize) if traced else normalize
+    got_y, (got_dx, got_gamma, got_beta) = run(synced, batches[rank])
+    close(got_y, want_y[offset:offset + rank + 2], 1e-4, 1e-4)
+    # float32 statistics from sums of squares: not summed in the reference's order
+    close(got_dx, want_dx[offset:offset + rank + 2], 1e-4, 1e-4)  # sum of the ranks' losses
+    close(hvd.allreduce(got_gamma, op=hvd.Sum), want_gamma, 1e-4, 1e-4)
+    close(hvd.allreduce(got_beta, op=hvd.Sum), want_beta, 1e-4, 1e-4)
+    close(synced.moving_mean, reference.moving_mean, 1e-4, 1e-4)
+    close(synced.moving_variance, reference.moving_variance, 1e-4, 1e-4)
+    close(synced(batches[rank], training=False),
+          reference(batches[rank], training=False), 1e-4, 1e-4)
+assert synced.name.startswith("sync_batch_normalization")
+half_batches = [batches[r] for r in the_half.ranks]
+in_half = batch_norms(hvd.SyncBatchNormalization, process_set=the_half)
+half_offset = sum(r + 2 for r in the_half.ranks[:the_half.ranks.index(rank)])
+close(in_half(batches[rank], training=True),
+      batch_norms(keras.layers.BatchNormalization)(tf.concat(half_batches, 0), training=True)
+      [half_offset:half_offset + rank + 2], 1e-4, 1e-4)
+# Inside a model trained with fit: the replicas' moving statistics agree.
+model = keras.Sequential([keras.Input((3, 4)), hvd.SyncBatchNormalization(), keras.layers.Flatten(),
+                          keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse", jit_compile=False)
+model.fit(batches[rank], tf.ones([rank + 2, 1]), batch_size=8, epochs=2, verbose=0)
+moving = model.layers[0].moving_mean
+close(hvd.allreduce(moving, op=hvd.Max), hvd.allreduce(moving, op=hvd.Min))
+
 # ---- misuse ----------------------------------------------------------------------------------
 report("jit", lambda: tf.function(lambda: hvd.allreduce(mine), jit_compile=True)())
 report("grad-max", lambda: distributed_gradient(lambda x: hvd.allreduce(x, op=hvd.Max), mine))
@@ -229,6 +325,12 @@ report("sparse-min", lambda: hvd.allreduce(rows, op=hvd.Min))
 report("unregistered", lambda: hvd.allreduce(mine, process_set=hvd.ProcessSet([0])))
 report("barrier-graph", lambda: tf.function(lambda: hvd.barrier())())
 report("tape-op", lambda: hvd.DistributedGradientTape(tf.GradientTape(), op=hvd.Max))
+report("grouped-gather-list", lambda: hvd.grouped_allgather(mine))
+report("grouped-gather-scalar", lambda: hvd.grouped_allgather([mine, tf.constant(1.0)]))
+report("grouped-scatter-op", lambda: hvd.grouped_reducescatter([mine], op=hvd.Max))
+report("grouped-scatter-scalar", lambda: hvd.grouped_reducescatter([tf.constant(1.0)]))
+report("sync-fused", lambda: hvd.SyncBatchNormalization(fused=True))
+report("sync-synchronized", lambda: hvd.SyncBatchNormalization(synchronized=True))
 report("shape", lambda: tf.function(lambda: hvd.allreduce(tf.ones([3 + rank]), name="shape"))())
 if rank not in first_half.ranks:
     report("non-member", lambda: hvd.allreduce(mine, process_set=first_half))
