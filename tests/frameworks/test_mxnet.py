@@ -115,6 +115,12 @@ def test_collectives_and_misuse(ranks):
             "arrays only; convert it with .tostype('default')")
         assert errors["reducescatter-op"] == ("InvalidArgumentError reducescatter takes op "
                                               "tutti.mxnet.Average or Sum, not Max")
+        assert errors["grouped-scatter-op"] == ("InvalidArgumentError grouped_reducescatter "
+                                                "takes op tutti.mxnet.Average or Sum, not Max")
+        assert errors["grouped-gather-not-list"] == (
+            "InvalidArgumentError tensors must be a list of NDArrays, not NDArray")
+        assert errors["grouped-gather-numpy"] == ("InvalidArgumentError tensors[1] must be an "
+                                                  "mxnet NDArray, not ndarray")
         member = r < ranks // 2
         assert ("non-member" in errors) == (not member)
         if not member:

@@ -25,7 +25,8 @@ from tutti.errors import (HorovodInternalError, InvalidArgumentError, MismatchEr
 
 from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_object,  # noqa: F401
                   allreduce, allreduce_, alltoall, broadcast, broadcast_, broadcast_object,
-                  grouped_allreduce, grouped_allreduce_, reducescatter)
+                  grouped_allgather, grouped_allreduce, grouped_allreduce_,
+                  grouped_reducescatter, reducescatter)
 from .training import (DistributedOptimizer, DistributedTrainer,  # noqa: F401
                        broadcast_parameters)
 

@@ -193,6 +193,31 @@ def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
     return as_ndarray(result, tensor)
 
 
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """New NDArrays: allgather of every tensor of the list in one grouped request (negotiated as
+    one unit); first dimensions may differ between members."""
+    tensors = _tensor_list(tensors)
+    views = [host_view(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    results = _arrays.grouped_allgather(views, name, set_id(process_set))
+    return [as_ndarray(r, t) for r, t in zip(results, tensors)]
+
+
+def grouped_reducescatter(tensors, op=Average, name=None, process_set=global_process_set,
+                          prescale_factor=1.0, postscale_factor=1.0):
+    """New NDArrays: reducescatter of every tensor of the list (op Average or Sum). The core has
+    no grouped reducescatter: one request per tensor (named `name.i`), all submitted by this call
+    before the first wait, so every rank submits them in the same order; they complete one by one,
+    not as one fused step."""
+    if op not in (Average, Sum):
+        raise InvalidArgumentError(f"grouped_reducescatter takes op tutti.mxnet.Average or Sum, "
+                                   f"not {_OP_NAMES.get(op, repr(op))}")
+    tensors = _tensor_list(tensors)
+    views = [host_view(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    results = _arrays.grouped_reducescatter(views, op, name, set_id(process_set),
+                                            float(prescale_factor), float(postscale_factor))
+    return [as_ndarray(r, t) for r, t in zip(results, tensors)]
+
+
 # ---- Python objects ----------------------------------------------------------------------------
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """`obj` as global rank `root_rank` has it, on every member (pickled through uint8 arrays;

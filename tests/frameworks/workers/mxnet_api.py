@@ -106,6 +106,28 @@ start = sum((size + 1) // size + (1 if p < (size + 1) % size else 0) for p in ra
 close(scattered, tall.sum(0)[start:start + scattered.shape[0]])
 close(hvd.reducescatter(mx.nd.array(tall[rank]), prescale_factor=2.0),  # Average by default
       2 * tall.mean(0)[start:start + scattered.shape[0]])
+# grouped: allgather in one request, reducescatter one request per tensor submitted together
+gathered = hvd.grouped_allgather([rows, mx.nd.array(contribution(rank), dtype=np.int32)],
+                                 name="grouped.gather")
+close(gathered[0], np.concatenate([np.full((r + 1, 2), r) for r in range(size)]))
+assert gathered[1].dtype == np.int32
+close(gathered[1], everyone.reshape(size * 3, 2))
+wide = np.stack([contribution(r, (2 * size, 3)) for r in range(size)])
+pair = hvd.grouped_reducescatter([mx.nd.array(tall[rank]), mx.nd.array(wide[rank])], op=hvd.Sum)
+close(pair[0], tall.sum(0)[start:start + scattered.shape[0]])
+close(pair[1], wide.sum(0)[2 * rank:2 * rank + 2])
+pair = hvd.grouped_reducescatter([mx.nd.array(tall[rank]), mx.nd.array(wide[rank])],
+                                 name="grouped.scatter", postscale_factor=3.0)
+close(pair[1], 3 * wide.mean(0)[2 * rank:2 * rank + 2])
+assert hvd.grouped_allgather([]) == [] and hvd.grouped_reducescatter([]) == []
+if rank in second_half.ranks:
+    position = second_half.ranks.index(rank)
+    close(hvd.grouped_allgather([mine], process_set=second_half)[0],
+          everyone[np.array(second_half.ranks)].reshape(-1, 2))
+    share = 2 * size // len(second_half.ranks)
+    close(hvd.grouped_reducescatter([mx.nd.array(wide[rank])], op=hvd.Sum,
+                                    process_set=second_half)[0],
+          wide[np.array(second_half.ranks)].sum(0)[position * share:(position + 1) * share])
 assert hvd.broadcast_object({"from": rank}, root_rank=size - 1) == {"from": size - 1}
 assert hvd.broadcast_object(None if rank else [1, 2]) == [1, 2]  # other types elsewhere
 assert hvd.allgather_object(("r", rank)) == [("r", r) for r in range(size)]
@@ -134,6 +156,9 @@ report("not-list", lambda: hvd.grouped_allreduce(mine))
 report("numpy", lambda: hvd.allgather(np.ones(2)))
 report("sparse", lambda: hvd.allreduce(mine.tostype("row_sparse")))
 report("reducescatter-op", lambda: hvd.reducescatter(mine, op=hvd.Max))
+report("grouped-scatter-op", lambda: hvd.grouped_reducescatter([mine], op=hvd.Max))
+report("grouped-gather-not-list", lambda: hvd.grouped_allgather(mine))
+report("grouped-gather-numpy", lambda: hvd.grouped_allgather([mine, np.ones(2)]))
 close(hvd.allreduce(mine, op=hvd.Sum), everyone.sum(0))  # the job goes on after the failures
 assert hvd.remove_process_set(second_half) and second_half.process_set_id is None
 assert not hvd.remove_process_set(hvd.global_process_set)
