@@ -1,7 +1,8 @@
 """tutti.tensorflow and tutti.keras (Keras 3, TensorFlow backend) on real jobs of 2 ranks (4 for
-the two-set example, 2 and 4 for the API test): values and gradients against single-process references, eager and inside
-tf.function, misuse with exact classes and messages, model.fit training with bitwise-identical
-replicas, and the example. Run with the TensorFlow environment's Python:
+the two-set example, 2 and 4 for the API test): values and gradients against single-process
+references, eager and inside tf.function, misuse with exact classes and messages, model.fit
+training with bitwise-identical replicas, and the example. Run with the TensorFlow environment's
+Python:
 
     .venv-tensorflow/bin/python -m pytest -q tests/frameworks/test_tensorflow.py
 

@@ -23,8 +23,8 @@ Gradients (tf.custom_gradient), for the ranks' losses summed: allreduce and grou
 raise UnsupportedError when differentiated), allgather (the cotangent summed over the set, this
 member's rows), broadcast (the cotangent summed over the set on the root, zeros elsewhere),
 reducescatter (the cotangents allgathered, with the same factors), grouped_allgather and
-grouped_reducescatter (as their single counterparts, each in one grouped request) and alltoall (the cotangent sent
-back with the received splits).
+grouped_reducescatter (as their single counterparts, the cotangents in one grouped allreduce or
+allgather) and alltoall (the cotangent sent back with the received splits).
 """
 import numpy as np
 import tensorflow as tf
