@@ -17,7 +17,10 @@ import tutti.torch as hvd
 
 
 def say(*parts):
-    print(*parts, flush=True)
+    # One write of the whole line: a rank and the rank it started share one pipe, and print()
+    # writes its parts separately when unbuffered, so their lines could interleave.
+    sys.stdout.write(" ".join(str(p) for p in parts) + "\n")
+    sys.stdout.flush()
 
 
 def die(how):
