@@ -58,6 +58,12 @@ def lines_of(result, rank):
     return [line[len(prefix):] for line in result.stdout.splitlines() if line.startswith(prefix)]
 
 
+def errors_of(result, rank):
+    """The workers' "error CASE MESSAGE" lines of one rank, as {case: message}."""
+    return {line.split(" ")[1]: line.split(" ", 2)[2] for line in lines_of(result, rank)
+            if line.startswith("error ")}
+
+
 def assert_ok(result, marker, ranks):
     assert result.returncode == 0, result.stdout + result.stderr
     for r in range(ranks):

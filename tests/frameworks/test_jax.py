@@ -3,12 +3,11 @@ jobs of 2 and 4 ranks (values and gradients against single-process references, e
 misuse), a training run, and the example."""
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import ROOT, assert_ok, engine_missing, job_env, lines_of, run_job
+from conftest import ROOT, assert_ok, engine_missing, errors_of, job_env, lines_of, run_job
 
 try:
     import jax
@@ -94,11 +93,6 @@ def test_import_without_jax_says_what_to_install():
 
 
 # ---- the binding on real jobs ------------------------------------------------------------------
-def _errors(result, rank):
-    return {line.split(" ")[1]: line.split(" ", 2)[2] for line in lines_of(result, rank)
-            if line.startswith("error ")}
-
-
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_collectives_gradients_and_misuse(ranks):
     result = run_job(ranks, "jax_api.py")
@@ -108,7 +102,7 @@ def test_collectives_gradients_and_misuse(ranks):
                    "float32[4] op=average in group 'shape' (1 of 1)")
     gathered_rows = sum(r + 1 for r in range(ranks))
     for r in range(ranks):
-        errors = _errors(result, r)
+        errors = errors_of(result, r)
         assert errors["shape"] == shape_error
         assert errors["unregistered"] == (
             "InvalidArgumentError process set [0] is not registered: pass it to "

@@ -8,7 +8,6 @@ test. Run with the JAX environment's Python:
 import os
 import tempfile
 
-import pytest
 
 from conftest import assert_ok, engine_missing, lines_of, run_job
 

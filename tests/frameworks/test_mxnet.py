@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import ROOT, assert_ok, engine_missing, job_env, lines_of, run_job
+from conftest import ROOT, assert_ok, engine_missing, errors_of, job_env, lines_of, run_job
 
 try:
     import mxnet as mx
@@ -83,17 +83,12 @@ def test_import_without_mxnet_says_what_to_install():
 
 
 # ---- the binding on real jobs ------------------------------------------------------------------
-def _errors(result, rank):
-    return {line.split(" ")[1]: line.split(" ", 2)[2] for line in lines_of(result, rank)
-            if line.startswith("error ")}
-
-
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_collectives_and_misuse(ranks):
     result = run_job(ranks, "mxnet_api.py", env=THREADS)
     assert_ok(result, "mxnet api ok", ranks)
     for r in range(ranks):
-        errors = _errors(result, r)
+        errors = errors_of(result, r)
         assert errors["shape"] == (
             "MismatchError mismatched 'shape[0]' on process set 0: rank 0 sent allreduce "
             "float32[3] op=average in group 'shape' (1 of 1), rank 1 sent allreduce float32[4] "
@@ -140,7 +135,7 @@ def test_gluon_training_matches_one_process_with_identical_replicas(ranks):
     for line in runs[0]:
         assert float(line[4]) < 0.001 * float(line[3]), line  # it converged
     for r in range(ranks):
-        errors = _errors(result, r)
+        errors = errors_of(result, r)
         assert errors["mismatch"] == (
             "MismatchError mismatched 'mismatch.gradients[0]' on process set 0: rank 0 sent "
             "allreduce float32[1] op=average in group 'mismatch.gradients' (1 of 2), rank 1 sent "

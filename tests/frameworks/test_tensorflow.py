@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-from conftest import ROOT, assert_ok, engine_missing, job_env, lines_of, run_job
+from conftest import ROOT, assert_ok, engine_missing, errors_of, job_env, lines_of, run_job
 
 try:
     import keras  # noqa: F401 - only probed: the ranks import it
@@ -49,17 +49,12 @@ def test_import_without_the_framework_says_what_to_install(module, message):
     assert result.stderr.strip().splitlines()[-1] == message
 
 
-def _errors(result, rank):
-    return {line.split(" ")[1]: line.split(" ", 2)[2] for line in lines_of(result, rank)
-            if line.startswith("error ")}
-
-
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_collectives_gradients_tapes_and_misuse(ranks):
     result = run_job(ranks, "tf_api.py", env=QUIET)
     assert_ok(result, "tf api ok", ranks)
     for r in range(ranks):
-        errors = _errors(result, r)
+        errors = errors_of(result, r)
         assert errors["grouped-gather-list"] == ("InvalidArgumentError grouped_allgather takes a "
                                                  "list of tensors, not EagerTensor")
         assert errors["grouped-gather-scalar"] == (
@@ -104,10 +99,10 @@ def test_collectives_gradients_tapes_and_misuse(ranks):
                 "float32[3] op=average in group 'shape' (1 of 1), rank 1 sent allreduce "
                 "float32[4] op=average in group 'shape' (1 of 1)") in errors["shape"]
     for r in range(ranks // 2):
-        assert "non-member" not in _errors(result, r)
+        assert "non-member" not in errors_of(result, r)
     for r in range(ranks // 2, ranks):
         for key in ("non-member", "non-member-graph"):
-            assert _errors(result, r)[key] == (f"NotAMemberError rank {r} is not a member of "
+            assert errors_of(result, r)[key] == (f"NotAMemberError rank {r} is not a member of "
                                                f"process set 1")
 
 

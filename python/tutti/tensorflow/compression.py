@@ -2,26 +2,7 @@
 tensors to float16 before the collective and back after it, halving the bytes on the wire."""
 import tensorflow as tf
 
-
-class Compressor:
-    @staticmethod
-    def compress(tensor):
-        """Returns the tensor to send and what decompress needs."""
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+from .._compression import Compressor, NoneCompressor  # noqa: F401 - part of the API
 
 
 class FP16Compressor(Compressor):

@@ -1,26 +1,7 @@
 """Gradient compression for allreduce, as horovod.torch.Compression."""
 import torch
 
-
-class Compressor:
-    @staticmethod
-    def compress(tensor):
-        """Returns the tensor to send and what decompress needs."""
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+from .._compression import Compressor, NoneCompressor  # noqa: F401 - part of the API
 
 
 class FP16Compressor(Compressor):
