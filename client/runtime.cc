@@ -135,6 +135,9 @@ Status Runtime::Rendezvous() {
   // An added rank is a member of none of the sets that exist (they never grow).
   for (const auto& set : welcome_.sets())
     sets_.Insert(set.id(), {set.ranks().begin(), set.ranks().end()});
+  // Only now may what tuttid said since the Welcome (a re-formation, a lost rank) act on the
+  // lanes, routes and point-to-point built above; it waited on the link's I/O thread.
+  link_->ListenerReady();
   return Status::Ok();
 }
 

@@ -55,7 +55,8 @@ class Runtime : private LinkListener, private FastPathPort {
   int32_t cross_size() const { return world_.placement().cross_size; }
   uint64_t membership_epoch() const { return world_.membership_epoch(); }
   // Waits until this rank is in a membership epoch later than `after` (an elastic job re-formed
-  // after a request failed); kTimeout after `timeout_ms`, or the runtime's failure. Success
+  // after a request failed), or has a re-formation it has not acknowledged (its mark came after
+  // `after` was read); kTimeout after `timeout_ms`, or the runtime's failure. Success
   // acknowledges the re-formations: the sets they changed take submissions again.
   // With ranks waiting to join (ranks_waiting()), this is a boundary where they may be admitted:
   // tuttid admits them once every live rank is at one, and the call returns in the epoch that

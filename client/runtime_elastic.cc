@@ -166,7 +166,10 @@ Status Runtime::AwaitEpoch(uint64_t after, int64_t timeout_ms, uint64_t* epoch) 
       std::lock_guard<std::mutex> state(mu_);
       if (!dead_.ok()) return dead_;
       if (shut_down_) return Status(Code::kShutDown, "the runtime is shutting down");
-      if (*epoch > after) {
+      // A re-formation this rank has not acknowledged is the change the caller waits for even
+      // when `after` is its epoch: the mark can land between the caller's reading of the epoch
+      // and a request that then fails with REFORMED for it, and no later epoch need ever come.
+      if (*epoch > after || !unacknowledged_.empty()) {
         unacknowledged_.clear();
         return Status::Ok();
       }

@@ -390,6 +390,7 @@ void CoordinatorLink::Run() {
       Flush(true);
       return;
     }
+    DeliverHeld();  // once the runtime is ready, what came before it goes first
     zmq::message_t message;
     while (socket_.recv(message, zmq::recv_flags::dontwait)) {
       last_received_ = transport::Clock::now();

@@ -58,6 +58,11 @@ class CoordinatorLink {
   // request's rendezvous timeout itself and names the missing ranks; the link waits a little
   // longer for that answer.
   Status Register(const wire::Register& request, wire::Welcome* welcome);
+  // The listener can act on what tuttid says: until this call, what tuttid sends it after the
+  // Welcome (a Reformed, RanksWaiting, Fault...: an elastic job can change while a rank still
+  // builds its lanes and routes from the Welcome) waits, in order, on the I/O thread, as does
+  // the link's death. Called once by the runtime when its rendezvous is complete.
+  void ListenerReady();
 
   // Set changes, collective over the set's members. tuttid enforces `timeout_ms` itself and
   // names the ranks that never came; the link waits a little longer for that answer.
@@ -139,6 +144,10 @@ class CoordinatorLink {
   // Resolves the waiting registration, if any; true if there was one.
   bool AnswerRegistration(Answer answer);
   void Dispatch(wire::Frame& frame);
+  // Between the Welcome and ListenerReady(): keeps `frame` if it is for the listener (true), else
+  // false. After it: hands over what was kept (and a death that waited), then false.
+  bool HoldForListener(wire::Frame& frame);
+  void DeliverHeld();
   // The link is dead for good: every waiting call and the registration end with `status`, later
   // calls fail with it, and the listener hears it once.
   void Die(const Status& status);
@@ -173,8 +182,13 @@ class CoordinatorLink {
   uint64_t membership_epoch_ = 0;
   std::chrono::milliseconds heartbeat_interval_{0}, lease_{0};
 
+  bool listener_ready_ = false;  // ListenerReady() was called
+
   // I/O thread only.
   transport::Clock::time_point last_received_, last_heartbeat_, last_loop_;
+  bool welcomed_ = false;          // the registration was answered with a Welcome
+  std::vector<wire::Frame> held_;  // for the listener, after the Welcome, before ListenerReady()
+  bool death_held_ = false;        // the link died before ListenerReady(): OnLinkDead pending
 
   std::atomic<uint64_t> next_request_id_{1};
   std::thread thread_;

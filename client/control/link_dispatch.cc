@@ -7,7 +7,66 @@
 
 namespace tutti::client {
 
+namespace {
+
+// What Dispatch hands the LinkListener rather than a waiting caller or the link itself.
+bool ForListener(const wire::Frame& frame) {
+  switch (frame.body_case()) {
+    case wire::Frame::kExecute:
+    case wire::Frame::kFault:
+    case wire::Frame::kReformed:
+    case wire::Frame::kRanksWaiting:
+    case wire::Frame::kCommId:
+      return true;
+    case wire::Frame::kRefusal:
+      return !frame.refusal().tensor_name().empty();
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void CoordinatorLink::ListenerReady() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    listener_ready_ = true;
+  }
+  Wake();  // the I/O thread hands over what it kept
+}
+
+bool CoordinatorLink::HoldForListener(wire::Frame& frame) {
+  if (!ForListener(frame)) return false;
+  DeliverHeld();
+  bool ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready = listener_ready_;
+  }
+  if (ready || !welcomed_) return false;  // before the Welcome the runtime has built nothing
+  held_.push_back(std::move(frame));
+  return true;
+}
+
+void CoordinatorLink::DeliverHeld() {
+  if (held_.empty() && !death_held_) return;
+  Status dead;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!listener_ready_) return;
+    dead = dead_;
+  }
+  std::vector<wire::Frame> held;
+  held.swap(held_);
+  for (wire::Frame& frame : held) Dispatch(frame);
+  if (death_held_) {
+    death_held_ = false;
+    listener_->OnLinkDead(dead);
+  }
+}
+
 void CoordinatorLink::Dispatch(wire::Frame& frame) {
+  if (HoldForListener(frame)) return;
   switch (frame.body_case()) {
     case wire::Frame::kWelcome:
     case wire::Frame::kRefusal: {
@@ -18,7 +77,11 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
         return;
       }
       const Status refused = frame.has_refusal() ? wire::ToStatus(frame.refusal().error()) : Status();
-      if (AnswerRegistration(Answer{Status(), std::move(frame)})) return;
+      const bool welcome = frame.has_welcome();
+      if (AnswerRegistration(Answer{Status(), std::move(frame)})) {
+        welcomed_ = welcome;
+        return;
+      }
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (!registered_ || refused.ok()) return;
@@ -110,6 +173,16 @@ void CoordinatorLink::Die(const Status& status) {
   // deadline.
   for (auto& [id, promise] : calls) promise.set_value(Answer{status, {}});
   AnswerRegistration(Answer{status, {}});
+  bool ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready = listener_ready_;
+  }
+  if (!ready && welcomed_) {
+    death_held_ = true;  // after the frames it follows, once the runtime is ready
+    return;
+  }
+  DeliverHeld();
   listener_->OnLinkDead(status);
 }
 

@@ -138,6 +138,7 @@ void RegisterTwoRanks(const std::string& job, Rank& zero, Rank& one) {
     wire::Welcome welcome;
     const auto request = Registration(job, static_cast<int32_t>(r), 2);
     EXPECT_TRUE(IsOk((r == 0 ? zero : one).link.Register(request, &welcome)));
+    (r == 0 ? zero : one).link.ListenerReady();
   });
 }
 
@@ -148,6 +149,7 @@ TEST(CoordinatorLink, OneRankJobRegistersJoinsAndQueriesCounters) {
   Rank rank(coordinator.endpoint());
   wire::Welcome welcome;
   ASSERT_TRUE(IsOk(rank.link.Register(Registration("link-world", 0, 1), &welcome)));
+  rank.link.ListenerReady();  // as the runtime does once it built its lanes
   ASSERT_EQ(welcome.peers_size(), 1);
   EXPECT_EQ(welcome.peers(0).data_endpoint(), "127.0.0.1:40000");
   EXPECT_EQ(welcome.local_size(), 1);
@@ -207,6 +209,7 @@ TEST(CoordinatorLink, RepeatedAnnouncementIsOneBitAndItsExecuteIsNamedByTheLink)
   Rank rank(coordinator.endpoint());
   wire::Welcome welcome;
   ASSERT_TRUE(IsOk(rank.link.Register(Registration("link-cache", 0, 1), &welcome)));
+  rank.link.ListenerReady();  // as the runtime does once it built its lanes
   RecordingListener& heard = rank.listener;
 
   rank.link.Announce(0, Spec("w", 4));
@@ -247,6 +250,7 @@ TEST(CoordinatorLink, TensorOnAnUnknownSetIsRefusedToTheListener) {
   Rank rank(coordinator.endpoint());
   wire::Welcome welcome;
   ASSERT_TRUE(IsOk(rank.link.Register(Registration("link-refused", 0, 1), &welcome)));
+  rank.link.ListenerReady();  // as the runtime does once it built its lanes
   rank.link.Announce(42, Spec("stray", 4));
   RecordingListener& heard = rank.listener;
   ASSERT_TRUE(heard.WaitUntil([&] { return !heard.refused.empty(); }));
@@ -264,6 +268,7 @@ TEST(CoordinatorLink, StoppedCoordinatorEndsTheLinkOnceAndEveryLaterCall) {
   Rank rank(coordinator.endpoint());
   wire::Welcome welcome;
   ASSERT_TRUE(IsOk(rank.link.Register(Registration("link-stop", 0, 1), &welcome)));
+  rank.link.ListenerReady();  // as the runtime does once it built its lanes
   coordinator.Stop();
   RecordingListener& heard = rank.listener;
   ASSERT_TRUE(heard.WaitUntil([&] { return !heard.dead.empty(); }));

@@ -88,7 +88,7 @@ def active_stages(session):
 
 def wait_for_slots(session, slots, timeout_s):
     """After an executor was killed: the cluster replaced it (Spark standalone relaunches it)."""
-    from tutti.spark.runner import available_slots
+    from tutti.spark._driver import available_slots
     deadline = time.monotonic() + timeout_s
     while available_slots(session.sparkContext) < slots:
         if time.monotonic() >= deadline:

@@ -463,8 +463,57 @@ def elastic_training(steps, dying_rank, die_at):
             "restores": restores}
 
 
-def test_elastic_executor_drops_a_killed_worker_and_the_job_goes_on():
+def training_until_whole_again(steps, dying_rank, die_at):
+    """As elastic_training, but on (paced) after `steps` until the job has 3 ranks again, and
+    recording the job's size at every step in the state (every rank sees the same history)."""
+    import torch
+
+    import tutti.torch as hvd
+    hvd.init()
+    state = hvd.elastic.ObjectState(step=0, sizes=[])
+    dying = hvd.rank() == dying_rank  # a replacement joins past die_at: it never dies
+    deadline = time.monotonic() + 120  # the test fails on the sizes rather than hang
+
+    @hvd.elastic.run
+    def train(state):
+        while (state.step < steps or hvd.size() < 3) and time.monotonic() < deadline:
+            if dying and state.step == die_at:
+                os.kill(os.getpid(), signal.SIGKILL)
+            hvd.allreduce(torch.ones(1), op=hvd.Sum)
+            state.sizes = state.sizes + [hvd.size()]
+            state.step += 1
+            state.commit()
+            if hvd.size() < 3:
+                time.sleep(0.01)  # pace the survivors while the replacement starts
+        return hvd.rank(), hvd.size()
+
+    rank, size = train(state)
+    return {"rank": rank, "size": size, "sizes": state.sizes, "pid": os.getpid()}
+
+
+def test_elastic_executor_replaces_a_killed_worker_which_joins_the_running_job():
     made = tray.ElasticRayExecutor(min_workers=2, max_workers=3)
+    made.start()
+    group, tuttid_pid, pids = made.placement_group, made.coordinator.pid, made.worker_pids()
+    try:
+        results = made.run(training_until_whole_again, args=[12, 2, 4])
+        assert made.replaced == [2] and made.lost_ranks == [] and made.live_ranks() == [0, 1, 2]
+        assert [r["rank"] for r in results] == [0, 1, 2] and {r["size"] for r in results} == {3}
+        sizes = results[0]["sizes"]
+        twos = sizes.count(2)
+        assert all(r["sizes"] == sizes for r in results) and twos >= 1
+        assert sizes == [3] * 4 + [2] * twos + [3] * (len(sizes) - 4 - twos)
+        new_pids = made.worker_pids()
+        assert new_pids[:2] == pids[:2] and new_pids[2] == results[2]["pid"] != pids[2]
+        # The replacement is a rank like the others for later calls.
+        assert made.run(allreduce_sum, args=[1.0]) == [3.0, 3.0, 3.0]
+    finally:
+        made.shutdown()
+    assert_cleaned_up(made, group, tuttid_pid, pids + [new_pids[2]])
+
+
+def test_elastic_executor_drops_a_killed_worker_past_its_reset_limit():
+    made = tray.ElasticRayExecutor(min_workers=2, max_workers=3, reset_limit=0)
     assert made.num_workers == 3
     made.start()
     group, tuttid_pid, pids = made.placement_group, made.coordinator.pid, made.worker_pids()
@@ -474,7 +523,7 @@ def test_elastic_executor_drops_a_killed_worker_and_the_job_goes_on():
         assert env == {"TUTTI_ELASTIC": "1", "TUTTI_MIN_SIZE": "2", "TUTTI_MAX_SIZE": "3",
                        "TUTTI_ELASTIC_TIMEOUT": "600"}
         results = made.run(elastic_training, args=[10, 2, 4])
-        assert made.lost_ranks == [2] and made.live_ranks() == [0, 1]
+        assert made.lost_ranks == [2] and made.live_ranks() == [0, 1] and made.replaced == []
         assert len(results) == 2
         for result in results:
             # 4 steps of 3 ranks, then 6 of 2; the re-formed job is epoch 2 of size 2.
@@ -495,6 +544,8 @@ def test_elastic_argument_errors():
                                          r"and max_workers \(3\)$"):
         tray.ElasticRayExecutor(min_workers=1, max_workers=3, num_workers=4)
     assert tray.ElasticRayExecutor(min_workers=2).num_workers == 2
+    with pytest.raises(ValueError, match=r"^reset_limit must be an int >= 0, not -1$"):
+        tray.ElasticRayExecutor(min_workers=2, reset_limit=-1)
     with pytest.raises(ValueError, match=r"^extra_env_vars may not set TUTTI_MIN_SIZE: "):
         tray.ElasticRayExecutor(min_workers=2).start(extra_env_vars={"TUTTI_MIN_SIZE": 1})
 

@@ -130,6 +130,67 @@ def count_rows():
     return sorted(ids), int(total[0])
 
 
+def elastic_training(steps, lock_dir):
+    """hvd.elastic.run over an ObjectState that records the job's size at every step. The first
+    attempt of rank 2 kills its own Python worker at step 4; the survivors go on, and Spark's
+    retry of the task joins as an added rank. Training runs `steps` steps, and on (paced) until
+    the job has its three ranks again."""
+    import torch
+    import tutti
+    import tutti.torch as hvd
+    from pyspark import TaskContext
+    attempt = TaskContext.get().attemptNumber()
+    held = spark_util.hold_while_running(os.path.join(lock_dir, f"rank{os.environ['TUTTI_RANK']}"
+                                                                f"-{attempt}"))
+    hvd.init()
+    state = hvd.elastic.ObjectState(step=0, total=0.0, sizes=[])
+    deadline = time.monotonic() + 120  # the test fails on the sizes rather than hang
+
+    @hvd.elastic.run
+    def train(state):
+        while (state.step < steps or hvd.size() < 3) and time.monotonic() < deadline:
+            if os.environ["TUTTI_RANK"] == "2" and attempt == 0 and state.step == 4:
+                os.kill(os.getpid(), signal.SIGKILL)
+            state.total += hvd.allreduce(torch.ones(1), op=hvd.Sum).item()
+            state.sizes = state.sizes + [hvd.size()]
+            state.step += 1
+            state.commit()
+            if hvd.size() < 3:
+                time.sleep(0.01)  # pace the two survivors while Spark starts the third again
+        # Read before returning: a rank that returns first leaves, and the others' job shrinks.
+        return hvd.rank(), hvd.size(), tutti.membership_epoch()
+
+    rank, size, epoch = train(state)
+    del held
+    return {"attempt": attempt, "rank": rank, "size": size, "total": state.total,
+            "sizes": state.sizes, "epoch": epoch}
+
+
+def raise_on_rank_one_every_attempt(lock_dir):
+    """Rank 1 raises on every attempt; the others train (elastic) until the run is cancelled."""
+    import torch
+    import tutti.torch as hvd
+    from pyspark import TaskContext
+    attempt = TaskContext.get().attemptNumber()
+    rank = os.environ["TUTTI_RANK"]
+    held = spark_util.hold_while_running(os.path.join(lock_dir, f"rank{rank}-{attempt}"))
+    hvd.init()
+    if rank == "1":
+        raise ValueError(f"bad batch (attempt {attempt})")
+    state = hvd.elastic.ObjectState(step=0)
+    deadline = time.monotonic() + 120  # the run is cancelled long before
+
+    @hvd.elastic.run
+    def train(state):
+        while held and time.monotonic() < deadline:
+            hvd.allreduce(torch.ones(1))
+            state.step += 1
+            state.commit()
+            time.sleep(0.01)
+
+    train(state)
+
+
 # ---- tests --------------------------------------------------------------------------------------
 def test_import_without_pyspark_says_what_to_install():
     python = "/usr/bin/python3"
@@ -259,6 +320,77 @@ def test_the_two_models_example_trains_two_sets_on_a_data_frame(spark, capsys):
     printed = capsys.readouterr().out
     assert "[1]<stdout>:odd set, lr 0.1: epoch 4 loss" in printed
     assert "rank 2: even set, lr 0.01, final loss" in printed
+
+
+# ---- elastic ------------------------------------------------------------------------------------
+def test_run_elastic_replaces_a_killed_rank_with_sparks_retry_and_the_job_goes_on(spark,
+                                                                                  tmp_path):
+    err = io.StringIO()
+    results = tutti_spark.run_elastic(elastic_training, args=(12, str(tmp_path)), num_proc=3,
+                                      min_num_proc=2, stdout=io.StringIO(), stderr=err,
+                                      verbose=2)
+    print(err.getvalue())  # shown if the test fails
+    assert [r["attempt"] for r in results] == [0, 0, 1]
+    # The replacement numbers after the survivors, and every rank saw the same history: 4 steps
+    # of 3 ranks, some of 2, then 3 again to the end.
+    assert [r["rank"] for r in results] == [0, 1, 2]
+    sizes = results[0]["sizes"]
+    assert all(r["sizes"] == sizes and r["total"] == sum(sizes) for r in results)
+    twos = sizes.count(2)
+    assert twos >= 1 and len(sizes) >= 12
+    assert sizes == [3] * 4 + [2] * twos + [3] * (len(sizes) - 4 - twos)
+    assert {r["size"] for r in results} == {3}
+    assert {r["epoch"] for r in results} == {3}  # lost (2), then added (3)
+    said = [line for line in err.getvalue().splitlines() if line.startswith("tutti.spark: ")]
+    assert said[0].startswith("tutti.spark: running 3 ranks (elastic, 2 to 3) as a stage of 3 "
+                              "tasks; coordinator tcp://127.0.0.1:")
+    assert any(line.startswith("tutti.spark: rank 2 (attempt 1) joins as added rank: pid ")
+               for line in said)
+    assert re.fullmatch(r"tutti\.spark: 3 ranks finished in \d+\.\d s after 1 rank failures",
+                        said[-1])
+    assert_nothing_left(spark, sorted(tmp_path.iterdir()))
+
+
+def test_run_elastic_fails_once_failures_pass_the_reset_limit(spark, tmp_path):
+    began = time.monotonic()
+    with pytest.raises(tutti_spark.RankFailedError) as caught:
+        tutti_spark.run_elastic(raise_on_rank_one_every_attempt, args=(str(tmp_path),),
+                                num_proc=3, min_num_proc=2, reset_limit=1, verbose=0)
+    error = caught.value
+    assert (error.rank, error.exception_type, error.exception_message) == (
+        1, "ValueError", "bad batch (attempt 1)")
+    assert error.note == "2 rank failures, more than reset_limit=1"
+    assert str(error).startswith("rank 1 failed: ValueError: bad batch (attempt 1); 2 rank "
+                                 "failures, more than reset_limit=1\n\nRemote traceback (rank 1):")
+    assert 'raise ValueError(f"bad batch (attempt {attempt})")' in error.remote_traceback
+    assert error.others == {}
+    assert time.monotonic() - began < 60
+    assert_nothing_left(spark, sorted(tmp_path.iterdir()))
+
+
+def test_run_elastic_refuses_wrong_arguments(spark):
+    run_elastic = tutti_spark.run_elastic
+    with pytest.raises(ValueError, match=r"^tutti.spark.run_elastic: num_proc \(3\) must lie "
+                                         r"within min_num_proc \(4\) and max_num_proc \(3\)$"):
+        run_elastic(identity, num_proc=3, min_num_proc=4)
+    with pytest.raises(ValueError, match=r"^tutti.spark.run_elastic: min_num_proc=1 and min_np=2 "
+                                         r"disagree; give min_num_proc only$"):
+        run_elastic(identity, num_proc=3, min_num_proc=1, min_np=2)
+    with pytest.raises(ValueError, match=r"^tutti.spark.run_elastic: max_num_proc must be a "
+                                         r"positive int, not 0$"):
+        run_elastic(identity, num_proc=3, max_np=0)
+    with pytest.raises(ValueError, match=r"^tutti.spark.run_elastic: reset_limit must be an int "
+                                         r">= 0, not -1$"):
+        run_elastic(identity, num_proc=3, reset_limit=-1)
+    with pytest.raises(ValueError, match=r"^tutti.spark.run_elastic: env may not set "
+                                         r"TUTTI_MIN_SIZE: run_elastic sets the job's elastic "
+                                         r"settings from its arguments$"):
+        run_elastic(identity, num_proc=3, env={"TUTTI_MIN_SIZE": 1})
+    with pytest.raises(tutti_spark.StartTimeoutError, match=(
+            r"^tutti.spark.run_elastic: num_proc=5 needs 5 task slots at once, but the Spark "
+            r"cluster had 4 within start_timeout=1 s; ")):
+        run_elastic(identity, num_proc=5, start_timeout=1, verbose=0)
+    assert_nothing_left(spark)
 
 
 @pytest.mark.parametrize("what", ["worker", "executor"])

@@ -243,7 +243,9 @@ TUTTI_API tutti_status_t tutti_membership_epoch(tutti_runtime_t runtime, uint64_
  * TUTTI_ERR_REFORMED), gives it, and acknowledges the re-formation. Until then every request on
  * a set the re-formation changed (the world, and each set that lost a member) fails with
  * TUTTI_ERR_REFORMED, so that each of its members sees the change once, whether it had a
- * request pending at that point or not; other sets are not affected. The re-formation itself
+ * request pending at that point or not; other sets are not affected. A re-formation not yet
+ * acknowledged also ends the wait when the runtime is in epoch `after` itself (its mark came
+ * after `after` was read; since 0.10). The re-formation itself
  * happens without any call; this is where a script waits for it before it re-syncs.
  * TUTTI_ERR_TIMEOUT after `timeout_ms` (<= 0: the runtime's timeout), or the runtime's failure
  * (TUTTI_ERR_EVICTED, TUTTI_ERR_COORDINATOR_LOST, the end of a job below its minimum size). */

@@ -3,7 +3,8 @@
 One bundle per rank ({"CPU": cpus_per_worker, "GPU": gpus_per_worker}), PACK as horovod.ray's
 PGStrategy (ranks on as few nodes as fit: shared memory among them), all placed or none: start()
 gives up with TimeoutError if Ray cannot place the whole group in time, and removes it. Actors
-are never restarted by Ray (max_restarts=0): a second copy of a rank must not join a live job."""
+are never restarted by Ray (max_restarts=0): a second copy of a rank must not join a live job
+behind the driver's back (ElasticRayExecutor starts a replacement itself, as an added rank)."""
 import ray
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -31,13 +32,18 @@ def create_placement_group(num_workers, bundle, timeout_s):
 
 def create_workers(group, bundle, envs):
     """One actor per rank in its bundle; envs[rank] is its environment."""
-    actor_cls = ray.remote(TuttiWorker)
-    return [actor_cls.options(
+    return [create_worker(group, bundle, rank, env) for rank, env in enumerate(envs)]
+
+
+def create_worker(group, bundle, rank, env):
+    """The actor of `rank` in the group's bundle `rank` (free again once an earlier actor of
+    that rank died: ElasticRayExecutor replaces a lost rank there)."""
+    return ray.remote(TuttiWorker).options(
         num_cpus=bundle["CPU"], num_gpus=bundle.get("GPU", 0), max_restarts=0,
         scheduling_strategy=PlacementGroupSchedulingStrategy(
             placement_group=group, placement_group_bundle_index=rank,
             placement_group_capture_child_tasks=False),
-    ).remote(rank, env) for rank, env in enumerate(envs)]
+    ).remote(rank, env)
 
 
 def local_ranks(nodes):

@@ -42,24 +42,43 @@ def _describe(rank, error):
     return f"rank {rank} failed: {type(cause).__name__}: {cause}"
 
 
-def gather(refs_by_rank, grace_s, tolerate_lost=False):
+def gather(refs_by_rank, grace_s, tolerate_lost=False, replacer=None):
     """{rank: ObjectRef} -> ({rank: result}, [ranks lost]); raises WorkerError on any failure.
     With `tolerate_lost` (an elastic job, which re-forms without them), a rank whose actor died
-    is lost rather than failed, as long as every other rank succeeds."""
+    is lost rather than failed, as long as every other rank succeeds. `replacer.start(rank)`, if
+    a replacer is given, is asked first for the ObjectRef of the same call on a replacement
+    actor (None: no replacement); a replacement still running `grace_s` after every other rank
+    returned never got into the job (the others finished first) and is lost too:
+    `replacer.abandon(rank)` stops it."""
     pending = {ref: rank for rank, ref in refs_by_rank.items()}
     results, failures, lost, deadline = {}, {}, [], None
+    replacements = set()
     while pending:
+        if deadline is None and replacements and set(pending) <= replacements:
+            deadline = time.monotonic() + grace_s
         timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
         ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
         if not ready:
+            if not failures:  # only replacements left: lost, not stragglers
+                for ref in list(pending):
+                    rank = pending.pop(ref)
+                    replacer.abandon(rank)
+                    lost.append(rank)
             break  # the grace is over: what still runs is a straggler
         for ref in ready:
             rank = pending.pop(ref)
+            replacements.discard(ref)
             try:
                 results[rank] = ray.get(ref)
             except ray.exceptions.RayActorError as error:
                 if tolerate_lost:
-                    lost.append(rank)
+                    again = (replacer.start(rank) if replacer is not None and not failures
+                             else None)
+                    if again is None:
+                        lost.append(rank)
+                    else:
+                        pending[again] = rank
+                        replacements.add(again)
                     continue
                 failures[rank] = error
                 if deadline is None:

@@ -55,6 +55,7 @@ class RayExecutor:
                                 if use_gpu else 0)
         self.settings = settings
         self.workers = []
+        self._rank_setup = None
         self.coordinator = None
         self.placement_group = None
         self._pids = []
@@ -94,9 +95,13 @@ class RayExecutor:
             local = placement.local_ranks([node for node, _ in where])
             self._get([w.update_env_vars.remote(local[rank])
                        for rank, w in enumerate(self.workers)], "take their local ranks")
-            self._get([w.start_executable.remote(executable_cls, list(executable_args or []),
-                                                 dict(executable_kwargs or {}))
-                       for w in self.workers], "build executable_cls")
+            executable = (executable_cls, list(executable_args or []),
+                          dict(executable_kwargs or {}))
+            self._get([w.start_executable.remote(*executable) for w in self.workers],
+                      "build executable_cls")
+            # What a replacement of a rank needs (ElasticRayExecutor).
+            self._rank_setup = {"bundle": bundle, "executable": executable,
+                                "envs": [{**env, **local[rank]} for rank, env in enumerate(envs)]}
         except BaseException:
             self.shutdown()
             raise
@@ -177,11 +182,11 @@ class RayExecutor:
         results, _ = self._gather_by_rank(dict(enumerate(refs)))
         return [result for _, result in sorted(results.items())]
 
-    def _gather_by_rank(self, refs_by_rank, tolerate_lost=False):
+    def _gather_by_rank(self, refs_by_rank, tolerate_lost=False, replacer=None):
         """({rank: result}, [ranks lost]) from results.gather; after a failure, stops the
         stragglers and remembers that the workers are no longer whole."""
         try:
-            return gather(refs_by_rank, FAILURE_GRACE_S, tolerate_lost)
+            return gather(refs_by_rank, FAILURE_GRACE_S, tolerate_lost, replacer)
         except WorkerError as error:
             dead = [r for r, e in error.failures.items()
                     if isinstance(e, ray.exceptions.RayActorError)]

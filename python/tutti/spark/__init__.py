@@ -1,11 +1,12 @@
-"""tutti on Apache Spark: run a tutti job as one barrier-mode stage, as horovod.spark.run does.
+"""tutti on Apache Spark: run a tutti job as one barrier-mode stage, as horovod.spark.run does,
+or an elastic one whose failed tasks Spark retries, as horovod.spark.run_elastic does.
 
     import tutti.spark
     results = tutti.spark.run(train, args=(lr,), num_proc=4)   # on the driver
 
-`run` (runner.py) runs on the driver; `fn` runs once per rank in a Spark task on the executors
-(_task.py), where tutti.init() needs no arguments and tutti.spark.partition() gives the rank's
-rows of `data`. docs/spark.md says how ranks start, where the coordinator lives and what happens
+`run` (runner.py) and `run_elastic` (elastic.py) run on the driver; `fn` runs once per rank in a
+Spark task on the executors (_task.py), where tutti.init() needs no arguments and
+tutti.spark.partition() gives the rank's rows of `data`. docs/spark.md says how ranks start, where the coordinator lives and what happens
 on failure.
 """
 try:
@@ -16,9 +17,10 @@ except ImportError as e:
 
 from . import _task
 from .errors import RankFailedError, RankLostError, SparkRunError, StartTimeoutError
+from .elastic import run_elastic
 from .runner import run
 
-__all__ = ["run", "partition", "RankFailedError", "RankLostError", "SparkRunError",
+__all__ = ["run", "run_elastic", "partition", "RankFailedError", "RankLostError", "SparkRunError",
            "StartTimeoutError"]
 
 

@@ -7,9 +7,12 @@ opened before `fn` and closed after it. Messages are pickled, so the connection 
 both ends with a random key the driver ships in the task's closure (multiprocessing.connection's
 HMAC challenge): nobody else can feed the driver a pickle.
 
-Messages (tuples): ("connected", rank), ("hello", rank, info), ("out"|"err", rank, text), ("done", rank),
-("failed", rank, type name, message, traceback text, pickled exception or None).
-The driver adds ("closed", rank) when a connection ends, whatever the reason.
+Messages (tuples), each naming its task by a `key` (the rank in `run`, (partition, attempt) in
+`run_elastic`): ("connected", key), ("hello", key, info), ("out"|"err", key, text), ("done", key),
+("failed", key, type name, message, traceback text, pickled exception or None).
+The driver adds ("closed", key) when a connection ends, whatever the reason, and appends to
+"hello" a `reply` callable: the one message the driver sends a task (run_elastic's admission,
+which the task waits for with Reporter.receive).
 """
 import io
 import pickle
@@ -45,17 +48,19 @@ class ReportServer:
             threading.Thread(target=self._read, args=(connection,), daemon=True).start()
 
     def _read(self, connection):
-        rank = None
+        key = None
         try:
             while True:
                 message = connection.recv()
-                rank = message[1]
+                key = message[1]
+                if message[0] == "hello":
+                    message += (lambda *reply: _send_quietly(connection, reply),)
                 self._events.put(message)
         except (EOFError, OSError):
             pass
         finally:
-            if rank is not None:
-                self._events.put(("closed", rank))
+            if key is not None:
+                self._events.put(("closed", key))
 
     def close(self):
         with self._lock:
@@ -66,18 +71,33 @@ class ReportServer:
             connection.close()
 
 
+def _send_quietly(connection, message):
+    """A reply to a task whose connection may have closed meanwhile (its end is an event too)."""
+    try:
+        connection.send(message)
+    except (OSError, ValueError):
+        pass
+
+
 class Reporter:
     """A task's end of the channel; thread-safe (fn's threads may print)."""
 
-    def __init__(self, address, authkey, rank):
-        self.rank = rank
+    def __init__(self, address, authkey, key):
+        self.key = key
         self._connection = Client(tuple(address), authkey=authkey)
         self._lock = threading.Lock()
         self.send("connected")  # from now on the driver notices if this process dies
 
     def send(self, *message):
         with self._lock:
-            self._connection.send(message[:1] + (self.rank,) + message[1:])
+            self._connection.send(message[:1] + (self.key,) + message[1:])
+
+    def receive(self, timeout_s):
+        """The driver's reply to "hello", or None if none came within timeout_s. Called before
+        fn runs, so nothing else reads the connection."""
+        if not self._connection.poll(timeout_s):
+            return None
+        return self._connection.recv()
 
     def failed(self, exception, traceback_text):
         try:

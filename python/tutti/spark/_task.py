@@ -1,6 +1,7 @@
-"""Executor side: the body of each barrier task, i.e. one rank.
+"""Executor side: the body of each task, i.e. one rank (RankTask in run's barrier stage,
+ElasticRankTask in run_elastic's stage).
 
-Runs in a PySpark Python worker on an executor, once per rank per stage attempt. PySpark reuses
+Runs in a PySpark Python worker on an executor, once per rank per task attempt. PySpark reuses
 its Python workers for later tasks, so everything this sets up for `fn` (environment variables,
 sys.stdout/sys.stderr, tutti's runtime, the partition) is undone before the task returns: the
 next task of the same worker, of this run or another, starts clean.
@@ -45,39 +46,86 @@ class RankTask:
         identity = {"TUTTI_COORDINATOR": self.coordinator, "TUTTI_JOB": job,
                     "TUTTI_TOKEN": self.token, "TUTTI_RANK": str(rank),
                     "TUTTI_SIZE": str(self.num_proc)}
-        saved_env = {name: os.environ.get(name) for name in {**self.env, **identity}}
-        saved_streams = sys.stdout, sys.stderr
-        global current_partition, in_task
+        return _run_as_rank(reporter, identity, self.env, partition if self.has_data else None,
+                            lambda: self.fn(*self.args, **self.kwargs), rank)
+
+
+class ElasticRankTask:
+    """The closure of run_elastic's stage (not a barrier stage: Spark retries a failed task on
+    its own). Every task of every attempt joins the one elastic job `run_id` as the rank of its
+    partition: partitions below num_proc form the job, a later attempt of one (Spark's retry of a
+    task that failed or whose executor was lost) and partitions from num_proc up join it as added
+    ranks at its next commit. Before fn, a task asks the driver whether to join at all: once the
+    training is ending (a rank finished) or the run is failing, the driver says "skip", and the
+    task returns no result without touching the job."""
+
+    def __init__(self, fn, args, kwargs, num_proc, run_id, coordinator, token, report_address,
+                 report_key, env, admission_timeout_s):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.num_proc, self.run_id = num_proc, run_id
+        self.coordinator, self.token = coordinator, token
+        self.report_address, self.report_key = report_address, report_key
+        self.env, self.admission_timeout_s = env, admission_timeout_s
+
+    def __call__(self, partition):
+        from pyspark import TaskContext
+        context = TaskContext.get()
+        rank, attempt = context.partitionId(), context.attemptNumber()
+        reporter = Reporter(self.report_address, self.report_key, (rank, attempt))
         try:
-            os.environ.update(self.env)
-            os.environ.update(identity)
-            sys.stdout = ForwardedStream(reporter, "out")
-            sys.stderr = ForwardedStream(reporter, "err")
-            current_partition = partition if self.has_data else None
-            in_task = True
-            try:
-                result = self.fn(*self.args, **self.kwargs)
-                _flush_streams()
-                _leave_job()
-            except BaseException as e:
-                _flush_streams()
-                reporter.failed(e, traceback.format_exc())
-                try:
-                    _leave_job()
-                except BaseException:
-                    pass  # the failure reported is fn's
-                raise
-            reporter.send("done")
-            return [(rank, result)]
-        finally:
-            current_partition, in_task = None, False
-            sys.stdout, sys.stderr = saved_streams
-            for name, value in saved_env.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
+            reporter.send("hello", {"pid": os.getpid(), "host": socket.gethostname(),
+                                    "job": self.run_id, "stage": context.stageId(),
+                                    "attempt": attempt})
+            answer = reporter.receive(self.admission_timeout_s)
+        except BaseException:
             reporter.close()
+            raise
+        if answer is None or answer[0] != "admit":
+            reporter.close()  # not a rank of the job: no result, no failure
+            return []
+        identity = {"TUTTI_COORDINATOR": self.coordinator, "TUTTI_JOB": self.run_id,
+                    "TUTTI_TOKEN": self.token, "TUTTI_RANK": str(rank),
+                    "TUTTI_SIZE": str(self.num_proc)}
+        return _run_as_rank(reporter, identity, self.env, None,
+                            lambda: self.fn(*self.args, **self.kwargs), rank)
+
+
+def _run_as_rank(reporter, identity, env, partition, call, rank):
+    """call() with the rank's identity and env in os.environ and its output forwarded; reports
+    "done" or "failed" and closes the reporter. Everything is undone before it returns."""
+    saved_env = {name: os.environ.get(name) for name in {**env, **identity}}
+    saved_streams = sys.stdout, sys.stderr
+    global current_partition, in_task
+    try:
+        os.environ.update(env)
+        os.environ.update(identity)
+        sys.stdout = ForwardedStream(reporter, "out")
+        sys.stderr = ForwardedStream(reporter, "err")
+        current_partition = partition
+        in_task = True
+        try:
+            result = call()
+            _flush_streams()
+            _leave_job()
+        except BaseException as e:
+            _flush_streams()
+            reporter.failed(e, traceback.format_exc())
+            try:
+                _leave_job()
+            except BaseException:
+                pass  # the failure reported is fn's
+            raise
+        reporter.send("done")
+        return [(rank, result)]
+    finally:
+        current_partition, in_task = None, False
+        sys.stdout, sys.stderr = saved_streams
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        reporter.close()
 
 
 def _flush_streams():

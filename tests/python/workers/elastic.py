@@ -452,7 +452,32 @@ def split(commits, joiner=False):
     hvd.shutdown()
 
 
+def early_leave():
+    """Three ranks; rank 1 finalizes as soon as its init returns, so the job re-forms while the
+    others may still be inside theirs (building lanes and routes from the Welcome) or in their
+    first sync. The others then train on together and print "trained SIZES TOTAL"."""
+    hvd.init()
+    if os.environ["TUTTI_RANK"] == "1":  # hvd.rank() of rank 2 is 1 once rank 1 left
+        hvd.shutdown()
+        return
+    state = hvd.elastic.ObjectState(step=0, total=0.0, sizes=[])
+
+    @hvd.elastic.run
+    def train(state):
+        while state.step < 3:
+            size = int(hvd.allreduce(torch.ones(1), op=hvd.Sum).item())
+            state.total += size
+            state.sizes = state.sizes + [size]
+            state.step += 1
+            state.commit()
+
+    train(state)
+    say("trained", ",".join(map(str, state.sizes)), state.total)
+    hvd.shutdown()
+
+
 SCENARIOS = {
+    "early_leave": early_leave,
     "rejoin": rejoin,
     "split": lambda: split(sys.argv[2]),
     "split_joiner": lambda: split(sys.argv[2], joiner=True),
