@@ -23,6 +23,8 @@ def start_session(engine_missing):
     session = (SparkSession.builder.master(MASTER).appName("tutti tests")
                .config("spark.ui.enabled", "false")
                .config("spark.python.worker.reuse", "true")
+               # A crashing Python worker's traceback in Spark's error, not just "crashed".
+               .config("spark.python.worker.faulthandler.enabled", "true")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     return session

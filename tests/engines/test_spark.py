@@ -143,27 +143,32 @@ def elastic_training(steps, lock_dir):
     held = spark_util.hold_while_running(os.path.join(lock_dir, f"rank{os.environ['TUTTI_RANK']}"
                                                                 f"-{attempt}"))
     hvd.init()
-    state = hvd.elastic.ObjectState(step=0, total=0.0, sizes=[])
+    state = hvd.elastic.ObjectState(step=0, total=0.0, sizes=[3])  # [the size before step 0]
     deadline = time.monotonic() + 120  # the test fails on the sizes rather than hang
 
     @hvd.elastic.run
     def train(state):
-        while (state.step < steps or hvd.size() < 3) and time.monotonic() < deadline:
+        # Every decision comes from the state, which the members agree on: hvd.size() read
+        # after the last step could already count a rank that returned first and left.
+        while ((state.step < steps or state.sizes[-1] < 3) and
+               time.monotonic() < deadline):
             if os.environ["TUTTI_RANK"] == "2" and attempt == 0 and state.step == 4:
                 os.kill(os.getpid(), signal.SIGKILL)
-            state.total += hvd.allreduce(torch.ones(1), op=hvd.Sum).item()
-            state.sizes = state.sizes + [hvd.size()]
+            # Nobody leaves before this step's allreduce, which needs this rank: stable.
+            seen = hvd.rank(), tutti.membership_epoch()
+            size = int(hvd.allreduce(torch.ones(1), op=hvd.Sum).item())
+            state.total += size
+            state.sizes = state.sizes + [size]
             state.step += 1
             state.commit()
-            if hvd.size() < 3:
+            if size < 3:
                 time.sleep(0.01)  # pace the two survivors while Spark starts the third again
-        # Read before returning: a rank that returns first leaves, and the others' job shrinks.
-        return hvd.rank(), hvd.size(), tutti.membership_epoch()
+        return seen
 
-    rank, size, epoch = train(state)
+    rank, epoch = train(state)
     del held
-    return {"attempt": attempt, "rank": rank, "size": size, "total": state.total,
-            "sizes": state.sizes, "epoch": epoch}
+    return {"attempt": attempt, "rank": rank, "size": state.sizes[-1], "total": state.total,
+            "sizes": state.sizes[1:], "epoch": epoch}
 
 
 def raise_on_rank_one_every_attempt(lock_dir):
