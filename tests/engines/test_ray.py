@@ -470,25 +470,28 @@ def training_until_whole_again(steps, dying_rank, die_at):
 
     import tutti.torch as hvd
     hvd.init()
-    state = hvd.elastic.ObjectState(step=0, sizes=[])
+    state = hvd.elastic.ObjectState(step=0, sizes=[3])  # [the size before step 0]
     dying = hvd.rank() == dying_rank  # a replacement joins past die_at: it never dies
     deadline = time.monotonic() + 120  # the test fails on the sizes rather than hang
 
     @hvd.elastic.run
     def train(state):
-        while (state.step < steps or hvd.size() < 3) and time.monotonic() < deadline:
+        # Decisions come from the state, which the members agree on (see test_spark's twin).
+        while ((state.step < steps or state.sizes[-1] < 3) and
+               time.monotonic() < deadline):
             if dying and state.step == die_at:
                 os.kill(os.getpid(), signal.SIGKILL)
-            hvd.allreduce(torch.ones(1), op=hvd.Sum)
-            state.sizes = state.sizes + [hvd.size()]
+            rank = hvd.rank()
+            size = int(hvd.allreduce(torch.ones(1), op=hvd.Sum).item())
+            state.sizes = state.sizes + [size]
             state.step += 1
             state.commit()
-            if hvd.size() < 3:
+            if size < 3:
                 time.sleep(0.01)  # pace the survivors while the replacement starts
-        return hvd.rank(), hvd.size()
+        return rank
 
-    rank, size = train(state)
-    return {"rank": rank, "size": size, "sizes": state.sizes, "pid": os.getpid()}
+    rank = train(state)
+    return {"rank": rank, "size": state.sizes[-1], "sizes": state.sizes[1:], "pid": os.getpid()}
 
 
 def test_elastic_executor_replaces_a_killed_worker_which_joins_the_running_job():
