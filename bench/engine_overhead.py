@@ -3,6 +3,7 @@ tuttirun: the time from the launch call (tutti.spark.run, or starting tuttirun) 
 first collective in fn, and the mean time of STEPS allreduces of 4 KiB and of 1 MiB.
 
     .venv-engines/bin/python bench/engine_overhead.py --engine spark [--np 2] [--runs 3]
+    .venv-engines/bin/python bench/engine_overhead.py --engine spark-elastic [--np 2] [--runs 3]
     .venv-engines/bin/python bench/engine_overhead.py --engine tuttirun [--np 2] [--runs 3]
 
 TUTTI_BUILD_DIR (default build/) names the build. For spark, the session (local-cluster[NP,1,1024])
@@ -57,7 +58,7 @@ def build_env():
             "TUTTI_TUTTID": os.path.join(build, "tuttid")}
 
 
-def bench_spark(np_, runs, steps):
+def bench_spark(np_, runs, steps, elastic=False):
     sys.path.insert(0, os.path.join(ROOT, "python"))
     os.environ.update(build_env())  # before the session: the executors inherit the environment
     from pyspark.sql import SparkSession
@@ -65,15 +66,17 @@ def bench_spark(np_, runs, steps):
                .config("spark.ui.enabled", "false").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     import tutti.spark
-    from tutti.spark.runner import wait_for_slots
-    wait_for_slots(session.sparkContext, np_, time.monotonic() + 120)
+    from tutti.spark._driver import require_slots
+    require_slots("bench", session.sparkContext, np_, time.monotonic() + 120, 120)
     from pyspark import cloudpickle
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     try:
         for _ in range(runs):
             began = time.time()
-            results = tutti.spark.run(measure, args=(began, steps), num_proc=np_, verbose=0)
-            print(json.dumps(summary("spark", results, time.time() - began)), flush=True)
+            launch = tutti.spark.run_elastic if elastic else tutti.spark.run
+            results = launch(measure, args=(began, steps), num_proc=np_, verbose=0)
+            print(json.dumps(summary("spark-elastic" if elastic else "spark", results,
+                                     time.time() - began)), flush=True)
     finally:
         session.stop()
 
@@ -96,7 +99,7 @@ def bench_tuttirun(np_, runs, steps):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--engine", choices=["spark", "tuttirun"], default="tuttirun")
+    parser.add_argument("--engine", choices=["spark", "spark-elastic", "tuttirun"], default="tuttirun")
     parser.add_argument("--np", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=100)
@@ -104,7 +107,7 @@ if __name__ == "__main__":
     options = parser.parse_args()
     if options.rank_of is not None:
         print(json.dumps(measure(options.rank_of, options.steps)), flush=True)
-    elif options.engine == "spark":
-        bench_spark(options.np, options.runs, options.steps)
+    elif options.engine.startswith("spark"):
+        bench_spark(options.np, options.runs, options.steps, options.engine == "spark-elastic")
     else:
         bench_tuttirun(options.np, options.runs, options.steps)
