@@ -26,6 +26,7 @@ packages=(
   libpmix-dev libpmi2-0-dev                   # zero-setup under mpirun and srun (PMIx, PMI2 headers)
   openjdk-17-jre-headless                     # Spark's executors (tests/engines/test_spark.py)
   openssh-server openssh-client iproute2     # tuttirun across hosts: sshds in network namespaces (test_ssh_hosts.py)
+  etcd-server                                # the HA group's store; tests/ha starts real etcds
 )
 
 missing=()
