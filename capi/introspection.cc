@@ -188,6 +188,26 @@ TUTTI_API tutti_status_t tutti_get_peer_stats(tutti_runtime_t rt, int32_t set_id
   });
 }
 
+TUTTI_API tutti_status_t tutti_get_set_counters(tutti_runtime_t rt, int32_t set_id,
+                                                tutti_set_counters_t* counters) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    TUTTI_CHECK_OUT(counters);
+    client::Runtime::SetCountersSnapshot s;
+    tutti_status_t status = Report(rt->runtime->GetSetCounters(set_id, &s));
+    if (status != TUTTI_OK) return status;
+    tutti_set_counters_t values = TUTTI_SET_COUNTERS_INIT;
+    values.set_id = set_id;
+    values.collectives = s.collectives;
+    values.tensors = s.tensors;
+    values.tensors_fused = s.tensors_fused;
+    values.bytes = s.bytes;
+    values.wait_ns = s.wait_ns;
+    values.execute_ns = s.execute_ns;
+    return WriteVersioned(values, counters, "counters");
+  });
+}
+
 TUTTI_API const char* tutti_transport_name(tutti_transport_t transport) {
   switch (transport) {
     case TUTTI_TRANSPORT_TCP: return "tcp";

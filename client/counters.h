@@ -21,4 +21,14 @@ struct Counters {
   }
 };
 
+// One process set's share of this rank's work, for tutti_get_set_counters (since 0.11). The
+// runtime keeps one per set for its whole life: a set's later incarnations (an elastic job
+// re-formed) add to the same one. Written by the set's lane, read by any thread.
+struct SetCounters {
+  std::atomic<uint64_t> collectives{0}, tensors{0}, tensors_fused{0};
+  std::atomic<uint64_t> bytes{0};        // this rank's input bytes of those tensors
+  std::atomic<uint64_t> wait_ns{0};      // submission to the start of execution, summed per tensor
+  std::atomic<uint64_t> execute_ns{0};   // on the data plane, summed per collective
+};
+
 }  // namespace tutti::client

@@ -214,9 +214,11 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_
     if (link_) link_->SendPeerReport(set_id, peer, incarnation_epoch);
   };
   std::vector<transport::PeerRoute> routes;
+  SetCounters* set_counters = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     routes = routes_;
+    set_counters = SetCountersOf(set_id);
   }
   // A tensor waits on the fast path for a second at most, less with a short stall warning, before
   // tuttid's stall inspector takes over (docs/steady-state.md).
@@ -225,10 +227,33 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_
     patience = std::min(patience, std::chrono::milliseconds(std::max<int64_t>(options_.stall_warning_ms / 2, 1)));
   auto lane = std::make_unique<Lane>(set_id, ranks, slot_,
                                      device_->CreateContext(channel, slot_, std::move(routes)),
-                                     Ms(options_.timeout_ms), &counters_, &timeline_, std::move(relay),
+                                     Ms(options_.timeout_ms), &counters_, set_counters, &timeline_,
+                                     std::move(relay),
                                      std::move(report_closed), static_cast<FastPathPort*>(this), patience);
   std::lock_guard<std::mutex> lock(mu_);
   lanes_[set_id] = std::move(lane);
+}
+
+SetCounters* Runtime::SetCountersOf(int32_t set_id) {
+  auto& counters = set_counters_[set_id];
+  if (!counters) counters = std::make_unique<SetCounters>();
+  return counters.get();
+}
+
+Status Runtime::GetSetCounters(int32_t set_id, SetCountersSnapshot* snapshot) {
+  std::vector<int32_t> members;
+  TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &members));
+  if (!std::binary_search(members.begin(), members.end(), slot_))
+    return Status(Code::kNotAMember, "rank " + std::to_string(rank()) +
+                                         " is not a member of process set " + std::to_string(set_id));
+  std::lock_guard<std::mutex> lock(mu_);
+  *snapshot = SetCountersSnapshot{};
+  auto it = set_counters_.find(set_id);
+  if (it == set_counters_.end()) return Status::Ok();
+  const SetCounters& c = *it->second;
+  *snapshot = {c.collectives.load(), c.tensors.load(), c.tensors_fused.load(), c.bytes.load(),
+               c.wait_ns.load(), c.execute_ns.load()};
+  return Status::Ok();
 }
 
 void Runtime::Abort() {

@@ -95,6 +95,12 @@ class Runtime : private LinkListener, private FastPathPort {
 
   // Which backend carries this rank's traffic with `peer` in `set_id`, and how much it moved.
   Status PeerStats(int32_t set_id, int32_t peer, transport::PeerStats* stats);
+  // This rank's work in one of its sets since init (tutti_get_set_counters). Any thread.
+  struct SetCountersSnapshot {
+    uint64_t collectives = 0, tensors = 0, tensors_fused = 0, bytes = 0, wait_ns = 0,
+             execute_ns = 0;
+  };
+  Status GetSetCounters(int32_t set_id, SetCountersSnapshot* snapshot);
 
   Status StartTimeline(const std::string& path) { return timeline_.Start(path); }
   void StopTimeline() { timeline_.Stop(); }
@@ -169,6 +175,10 @@ class Runtime : private LinkListener, private FastPathPort {
   const RuntimeOptions options_;
   // Before the lanes and the link, which record into them: destroyed after both.
   Counters counters_;
+  // One per set this rank opened a lane for, kept for the runtime's life (guarded by mu_; the
+  // counters themselves are atomics the lanes write).
+  std::map<int32_t, std::unique_ptr<SetCounters>> set_counters_;
+  SetCounters* SetCountersOf(int32_t set_id);  // creates it; mu_ held
   Timeline timeline_;
   std::unique_ptr<transport::Device> device_;
   wire::Welcome welcome_;

@@ -23,7 +23,7 @@ std::string ToUpper(std::string text) {
 
 Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
            std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
-           Counters* counters, Timeline* timeline, CommIdRelay relay,
+           Counters* counters, SetCounters* set_counters, Timeline* timeline, CommIdRelay relay,
            std::function<void(int32_t)> report_closed, FastPathPort* fast_path,
            std::chrono::milliseconds fast_path_patience)
     : set_id_(set_id),
@@ -32,6 +32,7 @@ Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
       context_(std::move(context)),
       step_timeout_(step_timeout),
       counters_(counters),
+      set_counters_(set_counters),
       timeline_(timeline),
       relay_(std::move(relay)),
       report_closed_(std::move(report_closed)),
@@ -121,9 +122,16 @@ void Lane::Run() {
 
 void Lane::RunWork(Work& work) {
   {
+    const auto started = std::chrono::steady_clock::now();
+    uint64_t waited_ns = 0, bytes = 0;
     for (const auto& part : work) {
       timeline_->End(set_id_, part.request->name(), "QUEUE");
       timeline_->Begin(set_id_, part.request->name(), "EXECUTE");
+      waited_ns += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(started - part.request->submitted())
+              .count());
+      const auto& operation = part.request->operation();
+      bytes += operation.count * ElementSize(static_cast<DType>(operation.spec.dtype()));
     }
     Status status = Execute(work);
     if (status.code() == Code::kPeerLost) {
@@ -140,6 +148,15 @@ void Lane::RunWork(Work& work) {
     Counters::Add(counters_->collectives, 1);
     Counters::Add(counters_->tensors_executed, work.size());
     if (work.size() > 1) Counters::Add(counters_->tensors_fused, work.size());
+    Counters::Add(set_counters_->collectives, 1);
+    Counters::Add(set_counters_->tensors, work.size());
+    if (work.size() > 1) Counters::Add(set_counters_->tensors_fused, work.size());
+    Counters::Add(set_counters_->bytes, bytes);
+    Counters::Add(set_counters_->wait_ns, waited_ns);
+    Counters::Add(set_counters_->execute_ns,
+                  static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::steady_clock::now() - started)
+                                            .count()));
     for (auto& part : work) {
       timeline_->End(set_id_, part.request->name(), "EXECUTE");
       part.request->Complete(status);

@@ -37,11 +37,11 @@ class Lane {
                        std::string* id)> await;
   };
 
-  // `counters` and `timeline` outlive the lane. `report_closed(peer)` runs on the lane thread,
+  // `counters`, `set_counters` (this set's) and `timeline` outlive the lane. `report_closed(peer)` runs on the lane thread,
   // once, when a collective failed because the data-plane connection to `peer` closed.
   Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
        std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
-       Counters* counters, Timeline* timeline, CommIdRelay relay,
+       Counters* counters, SetCounters* set_counters, Timeline* timeline, CommIdRelay relay,
        std::function<void(int32_t peer)> report_closed = nullptr, FastPathPort* fast_path = nullptr,
        std::chrono::milliseconds fast_path_patience = std::chrono::milliseconds(1000));
   // Runs what is still queued, then joins the thread. Every member released the same queue, so
@@ -110,6 +110,7 @@ class Lane {
   std::unique_ptr<transport::Context> context_;
   const std::chrono::milliseconds step_timeout_;
   Counters* const counters_;
+  SetCounters* const set_counters_;
   Timeline* const timeline_;
   std::vector<char> scratch_;
   std::vector<char> fusion_buffer_;  // lane thread only; grows to the largest fused collective

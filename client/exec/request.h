@@ -43,6 +43,9 @@ class Request {
 
   explicit Request(Operation operation) : operation_(std::move(operation)) {}
 
+  // When the request was made: at its submission (the lane's wait_ns counts from here).
+  std::chrono::steady_clock::time_point submitted() const { return submitted_; }
+
   // A request that owns the memory it works on (what a joined rank runs in others' collectives).
   static std::shared_ptr<Request> WithOwnBuffer(Operation operation, std::vector<char> buffer) {
     auto request = std::make_shared<Request>(std::move(operation));
@@ -86,6 +89,7 @@ class Request {
   void ChildDone(const Status& status);
 
   Operation operation_;
+  const std::chrono::steady_clock::time_point submitted_ = std::chrono::steady_clock::now();
   Result result_;
   std::vector<char> buffer_;
   std::vector<std::shared_ptr<Request>> children_;

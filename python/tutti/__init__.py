@@ -25,7 +25,7 @@ from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, Device
                      TuttiError,
                      UnknownSetError, UnsupportedError, VersionMismatchError)
 
-__version__ = "0.10.0"
+__version__ = "0.11.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)
@@ -296,6 +296,12 @@ def coordinator_counters(process_set=None):
     if process_set is None:
         return _rt().coordinator_counters()
     return _rt().coordinator_set_counters(getattr(process_set, "process_set_id", process_set))
+def set_counters(process_set=WORLD):
+    """What this rank did in one of its sets since init, without asking tuttid: {"collectives",
+    "tensors", "tensors_fused", "bytes" (its input bytes), "wait_ns" (submission to the start of
+    execution, summed over tensors), "execute_ns" (on the data plane, summed over
+    collectives)}."""
+    return _rt().set_counters(getattr(process_set, "process_set_id", process_set))
 def peer_stats(peer, process_set=WORLD):
     """This rank's link with global rank `peer` in the set: {"transport": "shm", "tcp" or "mpi",
     "connected", "bytes_sent", "bytes_received"}."""

@@ -108,6 +108,14 @@ class CoordinatorSetCounters(ctypes.Structure):
     ]
 
 
+class SetCounters(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("set_id", ctypes.c_int32)] + [
+        (name, ctypes.c_uint64)
+        for name in ("collectives", "tensors", "tensors_fused", "bytes", "wait_ns",
+                     "execute_ns")
+    ]
+
+
 class PeerStats(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -257,6 +265,8 @@ tutti_get_coordinator_counters = _declare("tutti_get_coordinator_counters", _run
                                           ctypes.POINTER(CoordinatorCounters))
 tutti_get_peer_stats = _declare("tutti_get_peer_stats", _runtime, ctypes.c_int32, ctypes.c_int32,
                                 ctypes.POINTER(PeerStats))
+tutti_get_set_counters = _declare_since("0.11", "tutti_get_set_counters", _runtime, ctypes.c_int32,
+                                        ctypes.POINTER(SetCounters))
 tutti_timeline_start = _declare("tutti_timeline_start", _runtime, ctypes.c_char_p)
 tutti_timeline_stop = _declare("tutti_timeline_stop", _runtime)
 

@@ -565,6 +565,12 @@ class Runtime:
         check(_capi.tutti_get_coordinator_counters(self.handle, ctypes.byref(c)))
         return {name: getattr(c, name) for name, _ in _capi.CoordinatorCounters._fields_[1:]}
 
+    def set_counters(self, set_id):
+        c = _capi.SetCounters()
+        c.struct_size = ctypes.sizeof(_capi.SetCounters)
+        check(_capi.tutti_get_set_counters(self.handle, set_id, ctypes.byref(c)))
+        return {name: getattr(c, name) for name, _ in _capi.SetCounters._fields_[2:]}
+
     def coordinator_set_counters(self, set_id):
         c = _capi.CoordinatorSetCounters()
         c.struct_size = ctypes.sizeof(_capi.CoordinatorSetCounters)

@@ -66,3 +66,25 @@ def test_transport_setting_and_peer_stats(setting, expected):
     for r in range(2):
         assert f"link {1 - r} {expected} True" in lines_of(result, r), result.stdout
         assert f"self rank {r} is not another member of process set 0" in lines_of(result, r)
+
+
+def test_set_counters_give_each_rank_its_own_work_per_set():
+    result = run_job(3, "set_counters.py")
+    assert_ok(result, "set counters ok", 3)
+    for r in range(3):
+        lines = lines_of(result, r)
+        world = dict(zip(*[iter([line for line in lines if line.startswith("world ")][0]
+                                .split()[1:])] * 2))
+        assert {k: int(v) for k, v in world.items() if k not in ("wait_ns", "execute_ns")} == {
+            "collectives": 4, "tensors": 4, "tensors_fused": 0, "bytes": 4 * 4096}, lines
+        assert int(world["wait_ns"]) > 0 and int(world["execute_ns"]) > 0, lines
+        if r < 2:
+            mine = dict(zip(*[iter([line for line in lines if line.startswith("set ")][0]
+                                   .split()[1:])] * 2))
+            assert (int(mine["collectives"]), int(mine["tensors"]), int(mine["bytes"])) == \
+                (3, 3, 3 * 1024), lines
+        else:
+            assert "error not-a-member NotAMemberError rank 2 is not a member of process set 1" \
+                in lines, lines
+        assert "error unknown UnknownSetError process set 99 is unknown to rank " \
+            f"{r} (add it on this rank first)" in lines, lines

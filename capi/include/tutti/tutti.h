@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 10
+#define TUTTI_VERSION_MINOR 11
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -245,7 +245,7 @@ TUTTI_API tutti_status_t tutti_membership_epoch(tutti_runtime_t runtime, uint64_
  * TUTTI_ERR_REFORMED, so that each of its members sees the change once, whether it had a
  * request pending at that point or not; other sets are not affected. A re-formation not yet
  * acknowledged also ends the wait when the runtime is in epoch `after` itself (its mark came
- * after `after` was read; since 0.10). The re-formation itself
+ * after `after` was read; since 0.11). The re-formation itself
  * happens without any call; this is where a script waits for it before it re-syncs.
  * TUTTI_ERR_TIMEOUT after `timeout_ms` (<= 0: the runtime's timeout), or the runtime's failure
  * (TUTTI_ERR_EVICTED, TUTTI_ERR_COORDINATOR_LOST, the end of a job below its minimum size). */
@@ -476,6 +476,26 @@ typedef struct tutti_peer_stats {
  * TUTTI_ERR_INVALID_ARGUMENT when `peer` is this rank or not a member. */
 TUTTI_API tutti_status_t tutti_get_peer_stats(tutti_runtime_t runtime, int32_t set_id, int32_t peer,
                                               tutti_peer_stats_t* stats);
+
+/* What this rank did in one of its process sets since tutti_init (no round trip). A set's later
+ * incarnations (an elastic job re-formed) add to the same counters. Since 0.11. */
+typedef struct tutti_set_counters {
+  size_t struct_size;
+  int32_t set_id;
+  uint64_t collectives;   /* run on the data plane (a fused one counts once) */
+  uint64_t tensors;       /* tensors those collectives completed */
+  uint64_t tensors_fused; /* of which in a collective of two tensors or more */
+  uint64_t bytes;         /* this rank's input bytes of those tensors */
+  uint64_t wait_ns;       /* submission to the start of execution (negotiation, or the members'
+                             fast path, and the set's queue), summed over tensors */
+  uint64_t execute_ns;    /* on the data plane, summed over collectives */
+} tutti_set_counters_t;
+
+#define TUTTI_SET_COUNTERS_INIT {sizeof(tutti_set_counters_t), 0, 0, 0, 0, 0, 0, 0}
+
+/* TUTTI_ERR_UNKNOWN_SET, or TUTTI_ERR_NOT_A_MEMBER when this rank is not in the set. */
+TUTTI_API tutti_status_t tutti_get_set_counters(tutti_runtime_t runtime, int32_t set_id,
+                                                tutti_set_counters_t* counters);
 
 /* What tuttid did for this rank's job since the job started (asks tuttid: a round trip). */
 typedef struct tutti_coordinator_counters {
