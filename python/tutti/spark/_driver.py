@@ -148,6 +148,20 @@ class Driver:
         return lambda: self.context.cancelJobGroup(group)
 
 
+def results_by_rank(watch, events, cancel, error):
+    """Runs `watch` over the stage's events until it ends: the (rank, result) pairs by rank;
+    else raises error(), the exception that explains the failure. Whatever interrupts the wait
+    (KeyboardInterrupt) cancels the stage first."""
+    try:
+        results = watch.until_done(events, cancel)
+    except BaseException:
+        cancel()
+        raise
+    if results is None:
+        raise error()
+    return sorted(results, key=lambda pair: pair[0])
+
+
 class LineWriter:
     """The ranks' output on the driver's streams: whole lines only, each prefixed with its rank,
     so that ranks' lines never mix; a task's unfinished line waits for the rest (or its end)."""

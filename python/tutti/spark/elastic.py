@@ -79,16 +79,11 @@ def run_elastic(fn, args=(), kwargs=None, num_proc=None, min_num_proc=None, max_
         watch = _ElasticWatch(num_proc, reset_limit, started + start_timeout,
                               _driver.LineWriter(stdout, stderr),
                               say if verbose >= 2 else (lambda text: None))
-        try:
-            results = watch.until_done(events, cancel)
-        except BaseException:
-            cancel()
-            raise
-        if results is None:
-            raise watch.error(start_timeout)
+        results = _driver.results_by_rank(watch, events, cancel,
+                                          lambda: watch.error(start_timeout))
         say(f"{len(results)} ranks finished in {time.monotonic() - started:.1f} s after "
             f"{len(watch.failures)} rank failures")
-        return [result for _, result in sorted(results, key=lambda pair: pair[0])]
+        return [result for _, result in results]
 
 
 def _one_of(name, value, old_name, old_value):

@@ -61,15 +61,10 @@ def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, env=None, s
         cancel = driver.submit(rows.barrier(), task, f"{caller}: {num_proc} ranks")
         watch = _Watch(num_proc, started + start_timeout, _driver.LineWriter(stdout, stderr),
                        say if verbose >= 2 else (lambda text: None))
-        try:
-            results = watch.until_done(events, cancel)
-        except BaseException:
-            cancel()
-            raise
-        if results is None:
-            raise watch.error(start_timeout, slots)
+        results = _driver.results_by_rank(watch, events, cancel,
+                                          lambda: watch.error(start_timeout, slots))
         say(f"{num_proc} ranks finished in {time.monotonic() - started:.1f} s")
-        return [result for _, result in sorted(results, key=lambda pair: pair[0])]
+        return [result for _, result in results]
 
 
 class _Watch:
