@@ -1,0 +1,128 @@
+// coordinator_scale: a load generator for tuttid (docs/scale.md). Thousands of simulated ranks,
+// each a ZeroMQ DEALER speaking the real wire protocol, polled by a few threads, against a real
+// tuttid it starts; it times each phase and reads tuttid's CPU and memory from /proc.
+//
+//   coordinator_scale --scenario scale --ranks 64 256 1024 4096
+//   coordinator_scale --scenario isolation --jobs 64 --job-ranks 64
+//   coordinator_scale --scenario zmq-cost --ranks 4096
+//
+// Exit status: 0 when every phase completed (every rank got every frame it waited for and the
+// checks held), 1 otherwise, 2 for bad arguments.
+#include <cstdio>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "coordinator_scale/scenarios.h"
+
+#ifndef TUTTID_PATH
+#define TUTTID_PATH "tuttid"
+#endif
+
+namespace {
+
+using tutti::bench::Report;
+using tutti::bench::ScenarioOptions;
+
+// One line per size of the scale scenario: the figures docs/scale.md tabulates.
+void PrintSweep(const std::vector<std::pair<int, nlohmann::json>>& runs) {
+  std::printf("\n%7s %12s %14s %14s %14s %16s %16s %14s\n", "ranks", "rendezvous", "first step",
+              "steady cpu", "steady wall", "state/rank", "state/rank", "zmq/conn");
+  std::printf("%7s %12s %14s %14s %14s %16s %16s %14s\n", "", "s", "ms wall", "ms/step",
+              "ms/step p50", "B (rendezvous)", "B (after steps)", "B in tuttid");
+  for (const auto& [ranks, json] : runs) {
+    auto phase = [&](const std::string& name, const char* field) {
+      for (const auto& p : json["phases"])
+        if (p["name"] == name) return p[field].get<double>();
+      return -1.0;
+    };
+    auto value = [&](const std::string& name) {
+      return json["values"].contains(name) ? json["values"][name].get<double>() : -1.0;
+    };
+    std::printf("%7d %12.3f %14.1f %14.2f %14.2f %16.0f %16.0f %14.0f\n", ranks,
+                phase("rendezvous", "wall_ms") / 1000, phase("world: first step", "wall_ms"),
+                phase("world: steady step", "tuttid_cpu_ms"), value("world: steady step.p50_ms"),
+                value("tuttid_state_per_rank_after_rendezvous"),
+                value("tuttid_state_per_rank_after_steps"), value("zmq_rss_per_connection_in_tuttid"));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ScenarioOptions o;
+  o.tuttid = TUTTID_PATH;
+  std::vector<std::string> scenarios = {"scale"};
+  std::vector<int> sizes = {o.ranks};
+  std::string json_path;
+  CLI::App app{"coordinator_scale: simulated ranks against a real tuttid (docs/scale.md)"};
+  app.add_option("--scenario", scenarios, "scale, isolation, zmq-cost (several: in turn)")
+      ->check(CLI::IsMember({"scale", "isolation", "zmq-cost"}))
+      ->capture_default_str();
+  app.add_option("--ranks", sizes, "world sizes of the scale scenario (and zmq-cost connections)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--tensors", o.tensors, "tensors per step")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--steps", o.steps, "steady steps of the scale scenario")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--threads", o.threads, "threads polling the simulated ranks")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--ranks-per-host", o.ranks_per_host, "simulated ranks sharing a host identity")
+      ->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  app.add_option("--join-tensors", o.join_tensors, "tensors released while half the ranks joined")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--jobs", o.jobs, "isolation: jobs side by side")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--job-ranks", o.job_ranks, "isolation: ranks per job")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--isolation-steps", o.isolation_steps, "isolation: the quiet job's steps per measurement")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--phase-timeout-s", o.phase_timeout_s, "a phase not done by then fails")
+      ->check(CLI::Range(1, 86400))->capture_default_str();
+  app.add_option("--max-state-bytes-per-rank", o.max_state_bytes_per_rank,
+                 "fail if tuttid's RSS grows by more than this per rank at the rendezvous, "
+                 "ZeroMQ's connections apart (0: no check)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--tuttid", o.tuttid, "the tuttid program")->capture_default_str();
+  app.add_option("--log-dir", o.log_dir, "where tuttid's log goes")->capture_default_str();
+  app.add_option("--json", json_path, "also write every figure to this JSON file");
+  CLI11_PARSE(app, argc, argv);
+
+  tutti::bench::RaiseFileLimit();
+  nlohmann::json all = nlohmann::json::array();
+  std::vector<std::pair<int, nlohmann::json>> sweep;
+  bool ok = true;
+  auto run = [&](const std::string& scenario, int ranks, auto&& body) {
+    Report report;
+    std::printf("== %s%s\n", scenario.c_str(),
+                ranks > 0 ? fmt::format(", {} ranks", ranks).c_str() : "");
+    std::fflush(stdout);
+    try {
+      body(&report);
+    } catch (const std::exception& e) {
+      report.Failure(std::string("exception: ") + e.what());
+    }
+    report.Print();
+    ok = ok && report.ok();
+    nlohmann::json json = report.ToJson();
+    json["scenario"] = scenario;
+    json["ranks"] = ranks;
+    all.push_back(json);
+    return json;
+  };
+  for (const std::string& scenario : scenarios) {
+    if (scenario == "isolation") {
+      run(scenario, 0, [&](Report* r) { tutti::bench::RunIsolation(o, r); });
+      continue;
+    }
+    for (int ranks : sizes) {
+      ScenarioOptions sized = o;
+      sized.ranks = ranks;
+      if (scenario == "scale")
+        sweep.emplace_back(ranks, run(scenario, ranks, [&](Report* r) { tutti::bench::RunScale(sized, r); }));
+      else
+        run(scenario, ranks, [&](Report* r) { tutti::bench::RunZmqCost(sized, r); });
+    }
+  }
+  if (sweep.size() > 1) PrintSweep(sweep);
+  if (!json_path.empty()) std::ofstream(json_path) << all.dump(2) << "\n";
+  std::printf("%s\n", ok ? "coordinator_scale: all phases completed" : "coordinator_scale: FAILED");
+  return ok ? 0 : 1;
+}
