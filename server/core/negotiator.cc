@@ -102,8 +102,26 @@ size_t Negotiator::AnnounceCachedBits(int32_t rank, const wire::SetTensors& set,
   size_t bits = 0;
   const bool member = broken_.ok() && contains(rank);
   const size_t index = member ? IndexOf(rank) : 0;
+  const size_t word = index / 64;
+  const uint64_t bit = uint64_t{1} << (index % 64);
+  const bool covers = member && !joined_[index];
   wire::ForEachCachedSlot(set, [&](uint32_t slot) {
     ++bits;
+    // The steady state, inline: the slot's entry of this step is pending (a hint is set), every
+    // member announced the slot's one spec so far, and this member had not: a bit, two counts.
+    // The slot's use for the LRU order is counted when the tensor completes (Assign).
+    if (member && !timeline_ && slot < hints_.size()) {
+      const SlotHint& hint = hints_[slot];
+      if (hint.pending && !(hint.announced[word] & bit) && hint.pending->variant_of.empty()) {
+        Pending& pending = *hint.pending;
+        hint.announced[word] |= bit;
+        ++pending.announced_count;
+        if (covers) ++pending.covered;
+        if (Complete(pending))
+          ReleaseIfComplete(pending_.find(pending.variants.front()->spec.name()), rank, ready);
+        return;
+      }
+    }
     std::string name;
     const Status status = member ? AnnounceCachedAt(index, rank, slot, ready, now, &name)
                                  : AnnounceCached(rank, slot, ready, now, &name);
@@ -121,27 +139,32 @@ Status Negotiator::AnnounceCachedAt(size_t index, int32_t rank, uint32_t slot,
                   fmt::format("rank {} announced response-cache slot {} of process set {}, which "
                               "holds no tensor of it",
                               rank, slot, set_id_));
-  Status status;
-  // The steady state: the slot's bits of this step all go to one entry, found without a lookup.
-  Pending* hint = slot < pending_of_slot_.size() ? pending_of_slot_[slot] : nullptr;
-  if (hint && hint->variants.front() == spec) {
-    status = RecordInto(*hint, index, rank, spec, /*cached=*/true, ready);
-  } else {
-    status = Record(index, rank, spec, /*cached=*/true, ready, now);
-    auto entry = pending_.find(spec->spec.name());
-    if (status.ok() && entry != pending_.end() && entry->second.slot == kNoSlot &&
-        entry->second.variants.front() == spec) {
-      if (pending_of_slot_.size() <= slot) pending_of_slot_.resize(slot + 1, nullptr);
-      pending_of_slot_[slot] = &entry->second;
-      entry->second.slot = slot;
-    }
+  Status status = Record(index, rank, spec, /*cached=*/true, ready, now);
+  // The first bit of a step for this slot: later ones find the entry by the slot's hint.
+  auto entry = status.ok() ? pending_.find(spec->spec.name()) : pending_.end();
+  if (entry != pending_.end() && entry->second.slot == kNoSlot &&
+      entry->second.variants.front() == spec && cache_.uniform(slot)) {
+    if (hints_.size() <= slot) hints_.resize(slot + 1);
+    hints_[slot] = SlotHint{&entry->second, entry->second.announced.data()};
+    entry->second.slot = slot;
   }
   if (!status.ok() && name) *name = spec->spec.name();
   return status;
 }
 
 void Negotiator::AcknowledgeEvictions(int32_t rank, uint64_t seen) {
-  if (contains(rank)) cache_.Acknowledge(IndexOf(rank), seen);
+  if (!contains(rank)) return;
+  cache_.Acknowledge(IndexOf(rank), seen);
+  // A freed slot may be given to another tensor: no hint may lead its bits to this one's entry.
+  if (cache_.frees() != cache_frees_seen_) {
+    cache_frees_seen_ = cache_.frees();
+    ClearHints();
+  }
+}
+
+void Negotiator::ClearHints() {
+  hints_.clear();
+  for (auto& [name, pending] : pending_) pending.slot = kNoSlot;
 }
 
 Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
@@ -213,8 +236,8 @@ Status Negotiator::RecordInto(Pending& pending, size_t index, int32_t rank, cons
 
 void Negotiator::Forget(PendingMap::iterator entry) {
   Pending& pending = entry->second;
-  if (pending.slot != kNoSlot && pending_of_slot_[pending.slot] == &pending)
-    pending_of_slot_[pending.slot] = nullptr;
+  if (pending.slot < hints_.size() && hints_[pending.slot].pending == &pending)
+    hints_[pending.slot] = SlotHint{};
   if (budget_) --budget_->used;
   pending_order_.erase(pending.order);
   pending_.erase(entry);
@@ -288,7 +311,7 @@ void Negotiator::FailPending(const Status& status, std::vector<wire::Response>* 
   if (budget_) budget_->used -= pending_.size();
   pending_.clear();
   pending_order_.clear();
-  pending_of_slot_.clear();
+  hints_.clear();
   for (auto& [name, held] : groups_)
     for (auto& response : held) {
       SetError(&response, status.code(),

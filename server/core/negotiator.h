@@ -145,7 +145,7 @@ class Negotiator {
     std::vector<uint64_t> announced;   // bit per member
     size_t announced_count = 0;
     size_t covered = 0;  // members that announced or joined: complete at members_.size()
-    uint32_t slot = kNoSlot;  // the cache slot that finds it in pending_of_slot_, if any
+    uint32_t slot = kNoSlot;  // the cache slot whose hint (hints_) leads to it, if any
     std::list<std::string>::iterator order;  // its place in pending_order_
     Clock::time_point first_announced;
     bool warned = false;
@@ -194,9 +194,18 @@ class Negotiator {
   std::vector<int32_t> members_;
   PendingMap pending_;
   std::list<std::string> pending_order_;  // first-announced order, for deterministic FailPending
-  // By cache slot: the pending entry its bits last went to, so that a bit finds it without a
-  // lookup by name. A hint: used only while the entry's first variant is the slot's very spec.
-  std::vector<Pending*> pending_of_slot_;
+  // By cache slot: the pending entry its bits go to, and that entry's bits, so that a bit of the
+  // steady state reads this and the entry and nothing else (no lookup by name, not the cache).
+  // Set only while the slot holds one spec for every member and it is the entry's first variant;
+  // cleared when the entry goes, and all of them when the cache frees a slot (which it may then
+  // give to another tensor): a hint that is set is right.
+  struct SlotHint {
+    Pending* pending = nullptr;
+    uint64_t* announced = nullptr;  // pending->announced's words
+  };
+  std::vector<SlotHint> hints_;
+  uint64_t cache_frees_seen_ = 0;
+  void ClearHints();
   std::unordered_map<std::string, std::vector<wire::Response>> groups_;  // resolved, held until whole
   uint64_t next_seq_ = 0;
   Status broken_;

@@ -7,14 +7,7 @@ namespace tutti::server {
 ResponseCache::ResponseCache(size_t members, uint32_t capacity)
     : members_(members), capacity_(capacity), seen_(members, 0), at_min_seen_(members) {}
 
-const SpecRef& ResponseCache::ExpandRef(size_t index, uint32_t slot) {
-  static const SpecRef kNoSpec;
-  if (slot >= slots_.size() || index >= members_) return kNoSpec;
-  Slot& s = slots_[slot];
-  if (s.state == State::kFree) return kNoSpec;
-  if (s.state == State::kLive && s.used_in_round != round_) Touch(slot);
-  return SpecOf(s, index);
-}
+const SpecRef ResponseCache::kNoSpec;
 
 void ResponseCache::Touch(uint32_t slot) {
   Slot& s = slots_[slot];
@@ -131,6 +124,7 @@ void ResponseCache::FreeAcknowledged() {
     s.variant_of.clear();
     free_.push_back(retiring_.front());
     retiring_.pop_front();
+    ++frees_;
   }
 }
 

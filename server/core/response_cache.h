@@ -48,7 +48,7 @@ class ResponseCache {
   // holds none for it. Counts as a use for the least-recently-used order, which is kept per round
   // (the slots used between two assignments), so that a step's thousands of bits for one slot
   // move it once.
-  const SpecRef& ExpandRef(size_t index, uint32_t slot);
+  inline const SpecRef& ExpandRef(size_t index, uint32_t slot);  // below: on every bit's path
   const wire::TensorSpec* Expand(size_t index, uint32_t slot) {
     const SpecRef& spec = ExpandRef(index, slot);
     return spec ? &spec->spec : nullptr;
@@ -80,6 +80,14 @@ class ResponseCache {
   void Acknowledge(size_t index, uint64_t seen);
 
   uint64_t evictions() const { return evictions_; }
+  // Slots freed so far (each may then hold another tensor).
+  uint64_t frees() const { return frees_; }
+  // Whether `slot` holds one spec for every member (it holds a tensor, and members announced it
+  // byte for byte alike).
+  bool uniform(uint32_t slot) const {
+    return slot < slots_.size() && slots_[slot].state != State::kFree &&
+           slots_[slot].variant_of.empty();
+  }
   // Slot numbers in use so far (live, retiring or free): 0 .. slot_count()-1.
   uint32_t slot_count() const { return static_cast<uint32_t>(slots_.size()); }
   // Whether every live slot's members announced the same priority: the members' fast path
@@ -125,7 +133,17 @@ class ResponseCache {
   size_t at_min_seen_;
   uint64_t round_ = 1;  // LRU rounds: one per assignment
   uint64_t evictions_ = 0;
+  uint64_t frees_ = 0;
   uint32_t priorities_differ_ = 0;  // live slots whose members' priorities differ
+  static const SpecRef kNoSpec;
 };
+
+const SpecRef& ResponseCache::ExpandRef(size_t index, uint32_t slot) {
+  if (slot >= slots_.size() || index >= members_) return kNoSpec;
+  Slot& s = slots_[slot];
+  if (s.state == State::kFree) return kNoSpec;
+  if (s.state == State::kLive && s.used_in_round != round_) Touch(slot);
+  return SpecOf(s, index);
+}
 
 }  // namespace tutti::server
