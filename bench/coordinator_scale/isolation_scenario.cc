@@ -27,7 +27,7 @@ void RunIsolation(const ScenarioOptions& o, Report* report) {
   auto deadline = [&] { return Clock::now() + std::chrono::seconds(o.phase_timeout_s); };
   TuttidProcess tuttid(o.tuttid, BenchTuttidArgs(), o.log_dir + "/coordinator_scale_isolation.log");
   const int t = o.tensors;
-  Fleet fleet(o.jobs * o.job_ranks, 1);
+  Fleet fleet;
   std::vector<SimJob> jobs(o.jobs);
   std::vector<SimRank*> all;
   for (int i = 0; i < o.jobs; ++i) {

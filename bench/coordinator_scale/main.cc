@@ -5,6 +5,7 @@
 //   coordinator_scale --scenario scale --ranks 64 256 1024 4096
 //   coordinator_scale --scenario isolation --jobs 64 --job-ranks 64
 //   coordinator_scale --scenario zmq-cost --ranks 4096
+//   coordinator_scale --scenario core --ranks 4096
 //
 // Exit status: 0 when every phase completed (every rank got every frame it waited for and the
 // checks held), 1 otherwise, 2 for bad arguments.
@@ -57,8 +58,8 @@ int main(int argc, char** argv) {
   std::vector<int> sizes = {o.ranks};
   std::string json_path;
   CLI::App app{"coordinator_scale: simulated ranks against a real tuttid (docs/scale.md)"};
-  app.add_option("--scenario", scenarios, "scale, isolation, zmq-cost (several: in turn)")
-      ->check(CLI::IsMember({"scale", "isolation", "zmq-cost"}))
+  app.add_option("--scenario", scenarios, "scale, isolation, zmq-cost, core (several: in turn)")
+      ->check(CLI::IsMember({"scale", "isolation", "zmq-cost", "core"}))
       ->capture_default_str();
   app.add_option("--ranks", sizes, "world sizes of the scale scenario (and zmq-cost connections)")
       ->check(CLI::Range(1, 1 << 16))
@@ -99,7 +100,6 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       report.Failure(std::string("exception: ") + e.what());
     }
-    report.Print();
     ok = ok && report.ok();
     nlohmann::json json = report.ToJson();
     json["scenario"] = scenario;
@@ -117,6 +117,8 @@ int main(int argc, char** argv) {
       sized.ranks = ranks;
       if (scenario == "scale")
         sweep.emplace_back(ranks, run(scenario, ranks, [&](Report* r) { tutti::bench::RunScale(sized, r); }));
+      else if (scenario == "core")
+        run(scenario, ranks, [&](Report* r) { tutti::bench::RunCore(sized, r); });
       else
         run(scenario, ranks, [&](Report* r) { tutti::bench::RunZmqCost(sized, r); });
     }

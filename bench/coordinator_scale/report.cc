@@ -18,12 +18,13 @@ double Latencies::Percentile(double p) const {
 }
 
 void Report::Phase(const std::string& name, const ProcessSample& before, const ProcessSample& after,
-                   bool ok, int units, const std::string& note) {
+                   bool ok, int units, const std::string& note, const std::string& unit) {
   const Usage used = Between(before, after);
   const double per = 1000.0 / std::max(units, 1);
   nlohmann::json phase = {{"name", name},
                           {"ok", ok},
                           {"units", units},
+                          {"unit", unit.empty() ? "step" : unit},
                           {"wall_ms", used.wall_s * per},
                           {"tuttid_cpu_ms", used.cpu_s * per},
                           {"tuttid_loop_cpu_ms", used.loop_cpu_s * per},
@@ -34,10 +35,11 @@ void Report::Phase(const std::string& name, const ProcessSample& before, const P
                           {"tuttid_peak_rss", after.peak_rss_bytes}};
   if (!note.empty()) phase["note"] = note;
   json_["phases"].push_back(phase);
-  lines_.push_back(fmt::format(
-      "{:<28} {:>10.2f} ms wall{}  tuttid cpu {:>9.2f} ms (loop {:.2f}, zmq {:.2f})  rss {:.1f} -> "
+  Line(fmt::format(
+      "{:<28} {:>10.2f} ms wall{:<6}  tuttid cpu {:>9.2f} ms (loop {:.2f}, zmq {:.2f})  rss {:.1f} -> "
       "{:.1f} MiB{}{}",
-      name, used.wall_s * per, units > 1 ? "/step" : "     ", used.cpu_s * per,
+      name, used.wall_s * per, units > 1 ? "/" + (unit.empty() ? std::string("step") : unit) : "",
+      used.cpu_s * per,
       used.loop_cpu_s * per, used.zmq_cpu_s * per, before.rss_bytes / 1048576.0,
       after.rss_bytes / 1048576.0, ok ? "" : "  FAILED", note.empty() ? "" : "  " + note));
   if (!ok) failures_.push_back(name);
@@ -49,23 +51,24 @@ void Report::Steps(const std::string& name, const Latencies& latencies) {
   json_["values"][name + ".p50_ms"] = p50;
   json_["values"][name + ".p99_ms"] = p99;
   json_["values"][name + ".max_ms"] = max;
-  lines_.push_back(fmt::format("{:<28} step latency p50 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms "
+  Line(fmt::format("{:<28} step latency p50 {:.2f} ms, p99 {:.2f} ms, max {:.2f} ms "
                                "({} steps)",
                                name, p50, p99, max, latencies.ms.size()));
 }
 
 void Report::Value(const std::string& name, double value, const std::string& unit) {
   json_["values"][name] = value;
-  lines_.push_back(fmt::format("{:<28} {:.1f} {}", name, value, unit));
+  Line(fmt::format("{:<28} {:.1f} {}", name, value, unit));
 }
 
 void Report::Failure(const std::string& what) {
   failures_.push_back(what);
-  lines_.push_back("FAILED: " + what);
+  Line("FAILED: " + what);
 }
 
-void Report::Print() const {
-  for (const auto& line : lines_) std::printf("%s\n", line.c_str());
+void Report::Line(const std::string& line) {
+  lines_.push_back(line);
+  std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
 

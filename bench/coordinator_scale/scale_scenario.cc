@@ -1,6 +1,7 @@
 // The scale scenario (scenarios.h): one job of --ranks simulated ranks against a tuttid of its
 // own, phase after phase, each timed with what tuttid spent on it.
 #include <algorithm>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -17,7 +18,8 @@ constexpr int64_t kCallTimeoutMs = 600000;
 // crew did or a rank of `ranks` has a problem.
 bool TimedPhase(const std::string& name, TuttidProcess& tuttid, std::vector<Crew>& crews,
                 const std::vector<SimRank*>& ranks, Report* report,
-                const std::function<bool(Crew&, size_t)>& work) {
+                const std::function<bool(Crew&, size_t)>& work, int units = 1,
+                const std::string& unit = "") {
   const ProcessSample before = tuttid.Sample();
   bool ok = OnEveryCrew(crews, work);
   const ProcessSample after = tuttid.Sample();
@@ -25,7 +27,7 @@ bool TimedPhase(const std::string& name, TuttidProcess& tuttid, std::vector<Crew
   if (!ok && problems.empty()) report->Failure(name + ": ranks waited past the phase's deadline");
   if (!problems.empty()) report->Failure(name + ": " + problems);
   ok = ok && problems.empty();
-  report->Phase(name, before, after, ok);
+  report->Phase(name, before, after, ok, units, "", unit);
   return ok;
 }
 
@@ -58,8 +60,14 @@ void RunScale(const ScenarioOptions& o, Report* report) {
   job.tensors = StepTensors(o.tensors);
   const int t = o.tensors;
 
-  Fleet fleet(n, 1);
+  Fleet fleet;
+  const auto connect_start = Clock::now();
   for (int32_t r = 0; r < n; ++r) job.ranks.push_back(&fleet.Add(0, r, tuttid.endpoint()));
+  while (tuttid.Sample().open_fds < idle.open_fds + n &&
+         Clock::now() < connect_start + std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // sampling /proc, not syncing
+  report->Value("connect: every connection accepted",
+                std::chrono::duration<double, std::milli>(Clock::now() - connect_start).count(), "ms");
   // ZeroMQ's own cost in tuttid: the connections before any rank said anything.
   const ProcessSample connected = tuttid.AwaitSettled(idle.open_fds + n, std::chrono::seconds(60));
   report->Value("zmq_rss_per_connection_in_tuttid", double(connected.rss_bytes - idle.rss_bytes) / n,
@@ -72,11 +80,8 @@ void RunScale(const ScenarioOptions& o, Report* report) {
                   [&](Crew& crew, size_t) { return RegisterAll(crew, jobs, deadline()); }))
     return;
   const ProcessSample welcomed = tuttid.AwaitSettled(0, std::chrono::seconds(2));
-  const double state = double(welcomed.rss_bytes - connected.rss_bytes) / n;
-  report->Value("tuttid_state_per_rank_after_rendezvous", state, "bytes");
-  if (o.max_state_bytes_per_rank > 0 && state > o.max_state_bytes_per_rank)
-    report->Failure(fmt::format("tuttid keeps {:.0f} bytes per rank, above the bound of {:.0f}",
-                                state, o.max_state_bytes_per_rank));
+  report->Value("tuttid_rss_per_rank_after_rendezvous", double(welcomed.rss_bytes - idle.rss_bytes) / n,
+                "bytes (ZeroMQ's connections included)");
   const Stamp stamp = job.ranks[0]->stamp;
   for (SimRank* rank : job.ranks)
     if (rank->stamp.coordinator_epoch != stamp.coordinator_epoch)
@@ -168,9 +173,38 @@ void RunScale(const ScenarioOptions& o, Report* report) {
   report->Phase("world: steady step", steady_before, steady_after, ok && problem.empty(), o.steps);
   report->Steps("world: steady step", latencies);
   const ProcessSample stepped = tuttid.AwaitSettled(0, std::chrono::seconds(2));
-  report->Value("tuttid_state_per_rank_after_steps", double(stepped.rss_bytes - connected.rss_bytes) / n,
-                "bytes");
+  report->Value("tuttid_rss_per_rank_after_steps", double(stepped.rss_bytes - idle.rss_bytes) / n,
+                "bytes (ZeroMQ's connections included)");
   if (!ok || !problem.empty()) return;
+
+  // Idle: what the ranks' liveness costs tuttid. Each rank's I/O thread sends a Heartbeat every
+  // interval (1 s), which tuttid echoes; here for kIdleSeconds seconds.
+  wire::Frame heartbeat;
+  heartbeat.mutable_heartbeat();
+  heartbeat.set_membership_epoch(stamp.membership_epoch);
+  const std::string heartbeat_bytes = wire::Encode(heartbeat, stamp.coordinator_epoch);
+  constexpr int kIdleSeconds = 3;
+  const auto idle_start = Clock::now();
+  if (!TimedPhase("idle: heartbeats, 1/s/rank", tuttid, crews, job.ranks, report,
+                  [&](Crew& crew, size_t) {
+                    for (int second = 0; second < kIdleSeconds; ++second) {
+                      std::vector<uint64_t> before;
+                      for (SimRank* r : crew.ranks()) before.push_back(r->heartbeats);
+                      if (!Exchange(
+                              crew, [&](const SimRank&) { return &heartbeat_bytes; },
+                              [](const SimRank&) { return true; },
+                              [&](SimRank& r, const wire::Frame&) {
+                                // A crew's ranks are consecutive ranks of the job.
+                                return r.heartbeats > before[r.rank - crew.ranks()[0]->rank];
+                              },
+                              deadline()))
+                        return false;
+                      std::this_thread::sleep_until(idle_start + std::chrono::seconds(second + 1));
+                    }
+                    return true;
+                  },
+                  kIdleSeconds, "s"))
+    return;
 
   // Joins: the odd ranks join the world; the even ranks' next tensors run without them (partial
   // responses every member gets); then the even ranks join, and every rank hears who came last.
@@ -244,6 +278,24 @@ void RunScale(const ScenarioOptions& o, Report* report) {
   report->Phase("fault: rank vanishes", fault_before, fault_after, ok,
                 1, "time until every other rank got the Fault");
   if (!ok) report->Failure("fault: not every rank was told of the lost rank");
+  tuttid.Stop();
+
+  // tuttid's state per rank: its growth since before the first connection, less what ZeroMQ keeps
+  // per connection by itself, measured apart with frames of the same sizes (zmq_cost.cc).
+  const ZmqConnectionCost zmq = MeasureZmqConnectionCost(
+      n, RegisterFrame(job.shape, 0).size(), job.ranks[0]->welcome.bytes, o.threads);
+  if (!zmq.ok) return report->Failure("ZeroMQ's cost per connection could not be measured");
+  report->Value("zmq_rss_per_connection", zmq.per_connection,
+                "bytes (a bare ROUTER after a Register and a Welcome of these sizes)");
+  report->Value("zmq_rss_per_busy_connection", zmq.per_busy_connection,
+                fmt::format("bytes (and {} small frames each way)", ZmqConnectionCost::kSmallRoundTrips));
+  const double state = double(welcomed.rss_bytes - idle.rss_bytes) / n - zmq.per_connection;
+  report->Value("tuttid_state_per_rank_after_rendezvous", state, "bytes");
+  report->Value("tuttid_state_per_rank_after_steps",
+                double(stepped.rss_bytes - idle.rss_bytes) / n - zmq.per_busy_connection, "bytes");
+  if (o.max_state_bytes_per_rank > 0 && state > o.max_state_bytes_per_rank)
+    report->Failure(fmt::format("tuttid keeps {:.0f} bytes per rank, above the bound of {:.0f}",
+                                state, o.max_state_bytes_per_rank));
 }
 
 }  // namespace tutti::bench

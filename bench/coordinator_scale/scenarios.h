@@ -3,8 +3,10 @@
 //    sets, first and steady steps, joins, a rank that vanishes), timed, with tuttid's CPU and memory;
 //  - isolation: --jobs jobs of --job-ranks ranks side by side, one quiet job's step latency alone
 //    and while others flood tuttid;
-//  - zmq-cost: a bare ZeroMQ ROUTER (no tuttid) with --ranks idle connections, for ZeroMQ's own
-//    memory per connection.
+//  - zmq-cost: a bare ZeroMQ ROUTER (no tuttid) with --ranks connections, for ZeroMQ's own
+//    memory per connection;
+//  - core: tuttid's coordinator core in this process, no socket: the negotiation's own CPU per
+//    step and the core's own memory per rank.
 // Each runs on the main thread, which starts the crews' threads phase by phase.
 #pragma once
 
@@ -30,10 +32,23 @@ struct ScenarioOptions {
   double max_state_bytes_per_rank = 0;
 };
 
+// ZeroMQ's own memory per connection, without tuttid (the zmq-cost scenario): a ROUTER set up as
+// tuttid's, in a child process, with `connections` DEALERs; idle, after a first frame each way of
+// `register_bytes` and `welcome_bytes`, and after kSmallRoundTrips small frames each way.
+struct ZmqConnectionCost {
+  static constexpr int kSmallRoundTrips = 300;
+  bool ok = false;
+  long idle_rss = 0;  // the ROUTER's process before any connection
+  double per_idle_connection = 0, per_connection = 0, per_busy_connection = 0;  // bytes
+};
+ZmqConnectionCost MeasureZmqConnectionCost(int connections, size_t register_bytes,
+                                           size_t welcome_bytes, int threads);
+
 // Each adds its figures (and failures) to `report`.
 void RunScale(const ScenarioOptions& options, Report* report);
 void RunIsolation(const ScenarioOptions& options, Report* report);
 void RunZmqCost(const ScenarioOptions& options, Report* report);
+void RunCore(const ScenarioOptions& options, Report* report);
 
 // tuttid's flags for a benchmark: leases long enough that ranks which never heartbeat in a long
 // phase stay alive, and no per-address registration limit (every simulated rank comes from

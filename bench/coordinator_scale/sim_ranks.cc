@@ -96,15 +96,15 @@ const wire::Frame* Crew::Read(SimRank& rank, const zmq::message_t& message) {
   return &frame;
 }
 
-Fleet::Fleet(int capacity, int io_threads) : context_(io_threads) {
-  context_.set(zmq::ctxopt::max_sockets, capacity + 64);
-}
-
 SimRank& Fleet::Add(int job, int32_t rank, const std::string& endpoint) {
+  if (ranks_.size() % kSocketsPerContext == 0) {
+    contexts_.push_back(std::make_unique<zmq::context_t>(1));
+    contexts_.back()->set(zmq::ctxopt::max_sockets, kSocketsPerContext + 16);
+  }
   auto sim = std::make_unique<SimRank>();
   sim->job = job;
   sim->rank = rank;
-  sim->socket = zmq::socket_t(context_, zmq::socket_type::dealer);
+  sim->socket = zmq::socket_t(*contexts_.back(), zmq::socket_type::dealer);
   sim->socket.set(zmq::sockopt::routing_id, RoutingId(job, rank));
   sim->socket.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
   sim->socket.set(zmq::sockopt::linger, 0);

@@ -73,8 +73,10 @@ class Crew {
 
 class Fleet {
  public:
-  // A context with `io_threads` ZeroMQ I/O threads, room for `capacity` sockets.
-  Fleet(int capacity, int io_threads);
+  // Sockets go into contexts of kSocketsPerContext with one I/O thread each: libzmq cancels a
+  // heartbeat timer by a linear search of its I/O thread's timers, so one thread for thousands of
+  // pinging sockets would spend the benchmark's CPU there rather than measure tuttid's.
+  static constexpr int kSocketsPerContext = 256;
   // Creates and connects one rank's DEALER (routing id, heartbeats and limits as the client's).
   SimRank& Add(int job, int32_t rank, const std::string& endpoint);
   // Closes one rank's socket at once (no linger): the rank vanishes as a killed process would.
@@ -82,8 +84,8 @@ class Fleet {
   std::vector<SimRank*> ranks() const;
 
  private:
-  zmq::context_t context_;
-  std::vector<std::unique_ptr<SimRank>> ranks_;
+  std::vector<std::unique_ptr<zmq::context_t>> contexts_;
+  std::vector<std::unique_ptr<SimRank>> ranks_;  // declared after: closed before contexts_ end
 };
 
 // Splits `ranks` into `crews` slices of consecutive ranks.

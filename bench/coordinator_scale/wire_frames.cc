@@ -153,6 +153,7 @@ std::string ByeFrame(const Stamp& stamp) {
 
 bool SummarizeWelcome(const void* data, size_t size, WelcomeSummary* summary) {
   *summary = WelcomeSummary{};
+  summary->bytes = size;
   CodedInputStream in(static_cast<const uint8_t*>(data), static_cast<int>(size));
   in.SetTotalBytesLimit(static_cast<int>(wire::kMaxFrameBytes));
   while (uint32_t tag = in.ReadTag()) {

@@ -59,6 +59,7 @@ std::string ByeFrame(const Stamp& stamp);
 // protobuf merges.
 struct WelcomeSummary {
   bool welcome = false;  // the frame is a Welcome (not a Refusal or anything else)
+  size_t bytes = 0;      // the whole frame's
   int peers = 0;
   int static_sets = 0;
   int32_t local_rank = 0, local_size = 0, cross_rank = 0, cross_size = 0;
