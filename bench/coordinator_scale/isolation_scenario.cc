@@ -25,7 +25,8 @@ bool CheckRanks(const std::string& phase, const std::vector<SimRank*>& ranks, bo
 
 void RunIsolation(const ScenarioOptions& o, Report* report) {
   auto deadline = [&] { return Clock::now() + std::chrono::seconds(o.phase_timeout_s); };
-  TuttidProcess tuttid(o.tuttid, BenchTuttidArgs(), o.log_dir + "/coordinator_scale_isolation.log");
+  const std::string log = o.log_dir + "/coordinator_scale_isolation.log";
+  TuttidProcess tuttid(o.tuttid, BenchTuttidArgs(), log);
   const int t = o.tensors;
   Fleet fleet;
   std::vector<SimJob> jobs(o.jobs);
@@ -123,6 +124,8 @@ void RunIsolation(const ScenarioOptions& o, Report* report) {
   const double rest = quiet_steps("isolation: all others flood", others, std::max(o.threads - 1, 1));
   report->Value("isolation: p99 ratio, one job floods", one / alone, "x alone");
   report->Value("isolation: p99 ratio, all others flood", rest / alone, "x alone");
+  tuttid.Stop();
+  if (LogMentions(log, "stopped reading")) report->Failure("tuttid dropped frames (see " + log + ")");
 }
 
 }  // namespace tutti::bench

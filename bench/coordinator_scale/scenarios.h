@@ -28,7 +28,7 @@ struct ScenarioOptions {
   int phase_timeout_s = 300;
   int jobs = 64, job_ranks = 64;  // isolation
   int isolation_steps = 200;
-  // Checks (0: none): tuttid's memory per rank after the rendezvous, ZeroMQ's connections apart.
+  // Check (0: none): the coordinator core's memory per rank after the steps (core scenario).
   double max_state_bytes_per_rank = 0;
 };
 
@@ -54,5 +54,7 @@ void RunCore(const ScenarioOptions& options, Report* report);
 // phase stay alive, and no per-address registration limit (every simulated rank comes from
 // 127.0.0.1, which the flood limits would take for one host registering in a loop).
 std::vector<std::string> BenchTuttidArgs();
+// Whether a line of the file at `path` (tuttid's log) contains `text`.
+bool LogMentions(const std::string& path, const std::string& text);
 
 }  // namespace tutti::bench

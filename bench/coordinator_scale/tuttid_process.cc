@@ -100,6 +100,12 @@ void RaiseFileLimit() {
   setrlimit(RLIMIT_NOFILE, &limit);
 }
 
+long FileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  return limit.rlim_cur == RLIM_INFINITY ? 1L << 30 : static_cast<long>(limit.rlim_cur);
+}
+
 TuttidProcess::TuttidProcess(const std::string& program, const std::vector<std::string>& extra_args,
                              const std::string& log_path) {
   std::vector<std::string> args = {program, "--bind", "tcp://127.0.0.1:*"};

@@ -66,5 +66,7 @@ class TuttidProcess {
 // Raises this process's open-file limit to its hard limit (children inherit it): every simulated
 // rank holds a TCP connection and an eventfd, and tuttid one descriptor per rank.
 void RaiseFileLimit();
+// This process's open-file limit (soft).
+long FileLimit();
 
 }  // namespace tutti::bench

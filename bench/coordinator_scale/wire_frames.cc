@@ -56,10 +56,19 @@ bool ReadWelcome(CodedInputStream* in, WelcomeSummary* summary) {
 }  // namespace
 
 std::string RoutingId(int job_index, int32_t rank) {
+  // Random-looking, as the client's are (and as ZeroMQ's and tuttid's tables of them see them),
+  // but the same in every run: splitmix64 of (job, rank).
+  uint64_t x = (static_cast<uint64_t>(job_index) << 32) | static_cast<uint32_t>(rank);
   std::string id(16, '\0');
-  id[0] = 't';
-  std::memcpy(&id[4], &job_index, sizeof(job_index));
-  std::memcpy(&id[8], &rank, sizeof(rank));
+  for (size_t i = 0; i < id.size(); i += 8) {
+    x += 0x9e3779b97f4a7c15ull;
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::memcpy(&id[i], &z, sizeof(z));
+  }
+  id[0] = 't';  // ZeroMQ reserves ids that start with a zero byte
   return id;
 }
 

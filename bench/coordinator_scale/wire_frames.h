@@ -26,7 +26,7 @@ struct JobShape {
 };
 
 // The coordinator-side identity of a rank's link: 16 bytes starting with 't', unique per
-// (job index, rank), as client/control/coordinator_link.cc draws them at random.
+// (job index, rank) and random-looking, as client/control/coordinator_link.cc draws them.
 std::string RoutingId(int job_index, int32_t rank);
 
 // Register, with the members' fast path off (Register.no_fast_path, TUTTI_FAST_PATH=0): every
