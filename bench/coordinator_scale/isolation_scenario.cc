@@ -1,6 +1,7 @@
 // The isolation scenario (scenarios.h): --jobs jobs of --job-ranks ranks on one tuttid. Job 0 is
 // the quiet one: its step latency is measured alone, then while job 1 floods tuttid (its ranks
-// step as fast as tuttid answers them), then while every other job does.
+// step as fast as tuttid answers them), while job 1 spams it (Heartbeats, open-loop, as a hostile
+// job would), then while every other job floods.
 #include <thread>
 
 #include <fmt/format.h>
@@ -12,6 +13,8 @@ namespace tutti::bench {
 namespace {
 
 constexpr int32_t kWorld = 0;
+// Heartbeats a spamming rank keeps unanswered: enough that tuttid always has its frames waiting.
+constexpr int kSpamWindow = 64;
 
 bool CheckRanks(const std::string& phase, const std::vector<SimRank*>& ranks, bool ok,
                 Report* report) {
@@ -77,9 +80,10 @@ void RunIsolation(const ScenarioOptions& o, Report* report) {
 
   // The quiet job's steps, on this thread, one at a time.
   std::vector<Crew> quiet = SplitIntoCrews(jobs[0].ranks, 1);
+  // `spam`: the flooders send Heartbeats open-loop (a hostile job) instead of stepping.
   auto quiet_steps = [&](const std::string& name, const std::vector<SimRank*>& flooders,
-                         int flood_threads) {
-    std::vector<Crew> flood = SplitIntoCrews(flooders, flood_threads);
+                         int flood_threads, bool spam = false) {
+    std::vector<Crew> flood = SplitJobsIntoCrews(flooders, flood_threads);
     std::atomic<bool> stop{false};
     std::atomic<uint64_t> flood_steps{0};
     bool flood_ok = true;
@@ -87,7 +91,8 @@ void RunIsolation(const ScenarioOptions& o, Report* report) {
     if (!flooders.empty())
       flooding = std::thread([&] {
         flood_ok = OnEveryCrew(flood, [&](Crew& crew, size_t) {
-          return Flood(crew, jobs, stop, &flood_steps, deadline());
+          return spam ? Spam(crew, jobs, kSpamWindow, stop, &flood_steps, deadline())
+                      : Flood(crew, jobs, stop, &flood_steps, deadline());
         });
       });
     if (!flooders.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));  // flood on
@@ -110,9 +115,10 @@ void RunIsolation(const ScenarioOptions& o, Report* report) {
     const bool fine = CheckRanks(name, involved, quiet_ok && flood_ok, report);
     report->Phase(name, start, end, fine, o.isolation_steps,
                   flooders.empty() ? ""
-                                   : fmt::format("flooders completed {:.0f} job steps/s",
-                                                 flooded / double(o.job_ranks) /
-                                                     Between(start, end).wall_s));
+                  : spam ? fmt::format("tuttid answered {:.0f} spammed frames/s",
+                                       flooded / Between(start, end).wall_s)
+                         : fmt::format("flooders completed {:.0f} job steps/s",
+                                       flooded / double(o.job_ranks) / Between(start, end).wall_s));
     report->Steps(name, latencies);
     return latencies.Percentile(99);
   };
@@ -120,9 +126,12 @@ void RunIsolation(const ScenarioOptions& o, Report* report) {
   if (!report->ok() || o.jobs < 2) return;
   const double one = quiet_steps("isolation: one job floods", jobs[1].ranks, 1);
   if (!report->ok()) return;
+  const double spammed = quiet_steps("isolation: one job spams", jobs[1].ranks, 1, /*spam=*/true);
+  if (!report->ok()) return;
   std::vector<SimRank*> others(all.begin() + o.job_ranks, all.end());
   const double rest = quiet_steps("isolation: all others flood", others, std::max(o.threads - 1, 1));
   report->Value("isolation: p99 ratio, one job floods", one / alone, "x alone");
+  report->Value("isolation: p99 ratio, one job spams", spammed / alone, "x alone");
   report->Value("isolation: p99 ratio, all others flood", rest / alone, "x alone");
   tuttid.Stop();
   if (LogMentions(log, "stopped reading")) report->Failure("tuttid dropped frames (see " + log + ")");

@@ -60,41 +60,90 @@ bool Step(Crew& crew, const FrameOf& frame_of, const TensorsDue& tensors_due,
 
 bool Flood(Crew& crew, const std::vector<SimJob>& jobs, const std::atomic<bool>& stop,
            std::atomic<uint64_t>* rank_steps, Clock::time_point deadline) {
+  const std::vector<SimRank*>& ranks = crew.ranks();
+  // Steps each rank sent and saw released. A job's step completes only once all its ranks sent
+  // it, so on `stop` each job goes on to the last step any of its ranks already sent (its ranks
+  // are all in this crew: SplitJobsIntoCrews), and stops there.
+  std::vector<uint64_t> sent(ranks.size(), 0), done(ranks.size(), 0);
+  std::map<int, uint64_t> last_step;  // by job, once stopping
   std::vector<zmq::pollitem_t> items;
-  std::vector<bool> in_flight(crew.ranks().size(), false);
-  for (size_t i = 0; i < crew.ranks().size(); ++i) {
-    SimRank& rank = *crew.ranks()[i];
-    rank.released = 0;
-    if (!Crew::Send(rank, jobs[rank.job].cached_step)) return false;
-    in_flight[i] = true;
-    items.push_back({rank.socket.handle(), 0, ZMQ_POLLIN, 0});
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    ranks[i]->released = 0;
+    if (!Crew::Send(*ranks[i], jobs[ranks[i]->job].cached_step)) return false;
+    sent[i] = 1;
+    items.push_back({ranks[i]->socket.handle(), 0, ZMQ_POLLIN, 0});
   }
-  size_t flying = crew.ranks().size();
+  size_t finished = 0;
   zmq::message_t message;
-  while (flying > 0 && Clock::now() < deadline) {
+  while (finished < ranks.size() && Clock::now() < deadline) {
+    if (last_step.empty() && stop.load(std::memory_order_relaxed))
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        uint64_t& last = last_step[ranks[i]->job];
+        last = std::max(last, sent[i]);
+      }
     if (zmq::poll(items.data(), items.size(), std::chrono::milliseconds(100)) <= 0) continue;
-    const bool stopping = stop.load(std::memory_order_relaxed);
     for (size_t i = 0; i < items.size(); ++i) {
       if (!(items[i].revents & ZMQ_POLLIN)) continue;
-      SimRank& rank = *crew.ranks()[i];
+      SimRank& rank = *ranks[i];
       const int due = static_cast<int>(jobs[rank.job].tensors.size());
       while (rank.socket.recv(message, zmq::recv_flags::dontwait)) {
         ++rank.frames;
         crew.Read(rank, message);
         if (!rank.problem.empty()) return false;
-        if (!in_flight[i] || rank.released < due) continue;
+        if (done[i] == sent[i] || rank.released < due) continue;
         rank.released -= due;
+        ++done[i];
         rank_steps->fetch_add(1, std::memory_order_relaxed);
-        if (stopping) {
-          in_flight[i] = false;
-          --flying;
-        } else if (!Crew::Send(rank, jobs[rank.job].cached_step)) {
-          return false;
+        if (!last_step.empty() && done[i] >= last_step[rank.job]) {
+          ++finished;
+        } else {
+          if (!Crew::Send(rank, jobs[rank.job].cached_step)) return false;
+          ++sent[i];
         }
       }
     }
   }
-  return flying == 0;
+  return finished == ranks.size();
+}
+
+bool Spam(Crew& crew, const std::vector<SimJob>& jobs, int window, const std::atomic<bool>& stop,
+          std::atomic<uint64_t>* answered, Clock::time_point deadline) {
+  const std::vector<SimRank*>& ranks = crew.ranks();
+  std::vector<std::string> heartbeat(jobs.size());
+  for (const SimJob& job : jobs) {
+    wire::Frame frame;
+    frame.mutable_heartbeat();
+    frame.set_membership_epoch(job.ranks[0]->stamp.membership_epoch);
+    heartbeat[job.index] = wire::Encode(frame, job.ranks[0]->stamp.coordinator_epoch);
+  }
+  std::vector<int> unanswered(ranks.size(), 0);
+  std::vector<zmq::pollitem_t> items;
+  for (SimRank* rank : ranks) items.push_back({rank->socket.handle(), 0, ZMQ_POLLIN, 0});
+  zmq::message_t message;
+  while (Clock::now() < deadline) {
+    const bool stopping = stop.load(std::memory_order_relaxed);
+    int waiting = 0;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      while (!stopping && unanswered[i] < window &&
+             ranks[i]->socket.send(zmq::buffer(heartbeat[ranks[i]->job]), zmq::send_flags::dontwait))
+        ++unanswered[i];
+      waiting += unanswered[i];
+    }
+    if (stopping && waiting == 0) return true;
+    if (zmq::poll(items.data(), items.size(), std::chrono::milliseconds(100)) <= 0) continue;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!(items[i].revents & ZMQ_POLLIN)) continue;
+      while (ranks[i]->socket.recv(message, zmq::recv_flags::dontwait)) {
+        const wire::Frame* frame = crew.Read(*ranks[i], message);
+        if (!ranks[i]->problem.empty()) return false;
+        if (frame && frame->has_heartbeat() && unanswered[i] > 0) {
+          --unanswered[i];
+          answered->fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    }
+  }
+  return false;
 }
 
 bool CollectSlots(const std::vector<Crew*>& crews, SimJob* job, std::string* problem) {

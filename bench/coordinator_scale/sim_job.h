@@ -46,9 +46,16 @@ bool Step(Crew& crew, const FrameOf& frame_of, const TensorsDue& tensors_due,
 
 // Closed-loop steps of the crew's jobs as fast as tuttid answers, each rank on its own (no
 // barrier): a rank announces its job's cached step again as soon as the last one was released to
-// it, until `stop`; then it waits for what it has in flight. Counts steps completed by ranks.
+// it, until `stop`; then each job finishes the last step one of its ranks had sent. A job's ranks
+// must all be in the crew (SplitJobsIntoCrews). Counts steps completed by ranks.
 bool Flood(Crew& crew, const std::vector<SimJob>& jobs, const std::atomic<bool>& stop,
            std::atomic<uint64_t>* rank_steps, Clock::time_point deadline);
+
+// A hostile flood: the crew's ranks send Heartbeats (which tuttid answers, each) as fast as they
+// can, up to `window` unanswered per rank, until `stop`; then they wait for the answers. Counts the
+// frames answered.
+bool Spam(Crew& crew, const std::vector<SimJob>& jobs, int window, const std::atomic<bool>& stop,
+          std::atomic<uint64_t>* answered, Clock::time_point deadline);
 
 // After the first step: the slots the crews learned for `job`'s tensors (all crews must agree).
 bool CollectSlots(const std::vector<Crew*>& crews, SimJob* job, std::string* problem);

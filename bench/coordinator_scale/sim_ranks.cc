@@ -131,6 +131,19 @@ std::vector<Crew> SplitIntoCrews(const std::vector<SimRank*>& ranks, int crews) 
   return out;
 }
 
+std::vector<Crew> SplitJobsIntoCrews(const std::vector<SimRank*>& ranks, int crews) {
+  std::vector<Crew> out;
+  const size_t n = ranks.size(), k = static_cast<size_t>(std::max(crews, 1));
+  size_t begin = 0;
+  for (size_t c = 0; c < k && begin < n; ++c) {
+    size_t end = c + 1 == k ? n : std::max(begin, n * (c + 1) / k);
+    while (end < n && end > 0 && ranks[end]->job == ranks[end - 1]->job) ++end;  // whole jobs
+    out.emplace_back(std::vector<SimRank*>(ranks.begin() + begin, ranks.begin() + end));
+    begin = end;
+  }
+  return out;
+}
+
 bool OnEveryCrew(std::vector<Crew>& crews, const std::function<bool(Crew&, size_t)>& work) {
   std::atomic<bool> ok{true};
   std::vector<std::thread> threads;

@@ -90,6 +90,8 @@ class Fleet {
 
 // Splits `ranks` into `crews` slices of consecutive ranks.
 std::vector<Crew> SplitIntoCrews(const std::vector<SimRank*>& ranks, int crews);
+// The same, but a job's ranks (consecutive in `ranks`) are never split between crews.
+std::vector<Crew> SplitJobsIntoCrews(const std::vector<SimRank*>& ranks, int crews);
 
 // Runs `work(crew, index)` on one thread per crew and waits for all; true if every call did.
 bool OnEveryCrew(std::vector<Crew>& crews, const std::function<bool(Crew&, size_t)>& work);
