@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -119,7 +120,7 @@ class CoordinatorCore {
   size_t rendezvous_jobs_per_address_ = SIZE_MAX;
   size_t rendezvous_ranks_per_address_ = SIZE_MAX;
   RecentErrors errors_;
-  std::map<std::string, Member> members_;  // by routing id
+  std::unordered_map<std::string, Member> members_;  // by routing id: looked up for every frame
   struct Tombstone {
     std::string job;
     uint64_t generation;

@@ -172,19 +172,17 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, uint64
     // Bits naming empty slots come only from a broken or hostile rank, and a frame can carry
     // millions: one refusal per set and frame, so that answers never outgrow the question.
     bool refused_empty_slot = false;
-    wire::ForEachCachedSlot(set, [&](uint32_t slot) {
-      counters_.set_tensors_announced_cached(counters_.tensors_announced_cached() + 1);
-      per_set.set_tensors_announced_cached(per_set.tensors_announced_cached() + 1);
-      std::string name;  // the tensor's, once the slot names it
-      Status status = negotiator.AnnounceCached(rank, slot, &ready, now, &name);
-      if (status.ok()) return;
-      if (!name.empty()) {
-        Refuse(rank, status, set.set_id(), name, out);
-      } else if (!refused_empty_slot) {
-        Refuse(rank, status, set.set_id(), fmt::format("#cache-slot-{}", slot), out);
-        refused_empty_slot = true;
-      }
-    });
+    const size_t bits = negotiator.AnnounceCachedBits(
+        rank, set, &ready, now, [&](uint32_t slot, const std::string& name, const Status& status) {
+          if (!name.empty()) {
+            Refuse(rank, status, set.set_id(), name, out);
+          } else if (!refused_empty_slot) {
+            Refuse(rank, status, set.set_id(), fmt::format("#cache-slot-{}", slot), out);
+            refused_empty_slot = true;
+          }
+        });
+    counters_.set_tensors_announced_cached(counters_.tensors_announced_cached() + bits);
+    per_set.set_tensors_announced_cached(per_set.tensors_announced_cached() + bits);
     // After the bits: a bit sent before the rank applied an eviction still meant the old tensor.
     negotiator.AcknowledgeEvictions(rank, set.evictions_seen());
     auto& held = released_[set.set_id()];
@@ -204,11 +202,12 @@ void Job::FlushReleased(Outbox* out) {
 }
 
 void Job::GoingAway(const Status& status, Outbox* out) const {
+  const Payload refusal = frames::Refusal(status), fault = frames::Fault({}, status);
   for (int32_t r = 0; r < size_; ++r) {
     if (peer_of_rank_[r].empty()) continue;
     // A rank waiting to join is refused; the live ones are told as a Fault naming nobody.
-    if (joining(r)) out->push_back({peer_of_rank_[r], frames::Refusal(status)});
-    else if (alive(r)) out->push_back({peer_of_rank_[r], frames::Fault({}, status)});
+    if (joining(r)) out->push_back({peer_of_rank_[r], refusal});
+    else if (alive(r)) out->push_back({peer_of_rank_[r], fault});
   }
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "proto/protocol.h"
+#include "server/core/frames.h"
 #include "server/core/negotiator.h"
 #include "server/core/process_set_table.h"
 
@@ -21,12 +22,6 @@ namespace tutti::server {
 
 class RecentErrors;
 class ServiceMetrics;
-
-struct Outgoing {
-  std::string peer;  // ZeroMQ routing id
-  wire::Frame frame;
-};
-using Outbox = std::vector<Outgoing>;
 
 class Job {
  public:
@@ -315,6 +310,10 @@ class Job {
   // By rank; a pointer (8 bytes) rather than an optional message (136) while the job waits for
   // its ranks, since the world size is declared by the first registrant (docs/security.md).
   std::vector<std::unique_ptr<wire::Register>> registrations_;
+  // The static sets of the first registration; registrations that gave the same are stored
+  // without theirs, and the ranks that gave others are in own_static_sets_ (Register).
+  std::optional<std::vector<std::vector<int32_t>>> static_sets_;
+  std::set<int32_t> own_static_sets_;
   std::vector<std::string> peer_of_rank_;
   enum class RankState { kAlive, kLost, kLeft, kJoining };
   std::vector<RankState> state_;

@@ -48,7 +48,7 @@ void Job::CommId(int32_t rank, const wire::CommId& msg, Outbox* out) {
                                 rank, msg.id().size(), set_id, kMaxCommIdBytes));
   }
   if (!status.ok()) return Refuse(rank, status, set_id, "", out);
-  const wire::Frame frame = frames::CommId(msg);
+  const Payload frame = frames::CommId(msg);
   for (int32_t member : it->second.members())
     if (member != rank && alive(member)) out->push_back({peer_of_rank_[member], frame});
 }

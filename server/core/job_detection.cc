@@ -57,8 +57,9 @@ void Job::ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out) {
     std::vector<wire::Response> failed;
     negotiator->second.Break(status, &failed);
     if (!failed.empty()) SendExecute(set_id, negotiator->second, std::move(failed), out);
+    const Payload broken = frames::SetsBroken({set_id}, status);
     for (int32_t member : negotiator->second.members())
-      if (alive(member)) out->push_back({peer_of_rank_[member], frames::SetsBroken({set_id}, status)});
+      if (alive(member)) out->push_back({peer_of_rank_[member], broken});
   }
   probes_.erase(it);
 }
@@ -104,8 +105,9 @@ void Job::EvictClosed(Clock::time_point now, Outbox* out) {
 
 void Job::CheckConnections(Outbox* out) const {
   if (!welcomed_) return;
+  const Payload heartbeat = frames::Heartbeat();
   for (int32_t r = 0; r < size_; ++r)
-    if (alive(r) || joining(r)) out->push_back({peer_of_rank_[r], frames::Heartbeat()});
+    if (alive(r) || joining(r)) out->push_back({peer_of_rank_[r], heartbeat});
 }
 
 }  // namespace tutti::server

@@ -67,10 +67,11 @@ void Job::Reform(int32_t rank, const Status& why, bool orderly, Outbox* out) {
 
   const wire::Reformed base = ReformedBase(live, {rank}, changed, removed, reformed, orderly);
   const Placement place = Place(live);
+  const frames::Reformeds reformeds(base);
   for (size_t i = 0; i < live.size(); ++i) {
-    wire::Reformed message = base;
-    SetPlacement(place, i, &message);
-    out->push_back({peer_of_rank_[live[i]], frames::Reformed(std::move(message))});
+    wire::Reformed own;
+    SetPlacement(place, i, &own);
+    out->push_back(reformeds.To(peer_of_rank_[live[i]], own));
   }
 }
 
@@ -145,8 +146,9 @@ void Job::ExpireMinimum(Clock::time_point now, Outbox* out) {
                                   "minimum of {}, for {} ms (TUTTI_ELASTIC_TIMEOUT)",
                                   id_, live.size(), elastic_.min_size, elastic_.timeout_ms));
   spdlog::error("{}", status.message());
+  const Payload fault = frames::Fault({}, status);
   for (int32_t r : live) {
-    out->push_back({peer_of_rank_[r], frames::Fault({}, status)});
+    out->push_back({peer_of_rank_[r], fault});
     state_[r] = RankState::kLost;
     ++gone_;
   }

@@ -54,7 +54,8 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
     wire::SetCounters& per_set = set_counters_[set_id];
     per_set.set_fast_path_grants(per_set.fast_path_grants() + 1);
   }
-  const wire::Frame frame = frames::Execute(std::move(execute));
+  // Encoded once: every member gets the same bytes (docs/scale.md).
+  const Payload frame = frames::Execute(std::move(execute));
   for (int32_t member : negotiator.members())
     if (alive(member)) {
       out->push_back({peer_of_rank_[member], frame});

@@ -183,24 +183,27 @@ void Job::Admit(Clock::time_point now, Outbox* out) {
     set->mutable_ranks()->Add(negotiator.members().begin(), negotiator.members().end());
   }
 
+  // The ranks that were there get one Reformed, the added ones one Welcome, each encoded once.
+  const frames::Reformeds reformeds(base);
+  const frames::Welcomes welcomes(welcome_base);
   for (size_t i = 0; i < live.size(); ++i) {
     const int32_t s = live[i];
     if (std::find(added.begin(), added.end(), s) != added.end()) {
-      wire::Welcome welcome = welcome_base;
-      welcome.set_slot(s);
-      SetPlacement(place, i, &welcome);
-      out->push_back({peer_of_rank_[s], frames::Welcome(std::move(welcome))});
+      wire::Welcome own;
+      own.set_slot(s);
+      SetPlacement(place, i, &own);
+      out->push_back(welcomes.To(peer_of_rank_[s], own));
       continue;
     }
-    wire::Reformed message = base;
-    SetPlacement(place, i, &message);
-    out->push_back({peer_of_rank_[s], frames::Reformed(std::move(message))});
+    wire::Reformed own;
+    SetPlacement(place, i, &own);
+    out->push_back(reformeds.To(peer_of_rank_[s], own));
   }
 }
 
 void Job::TellRanksWaiting(Outbox* out) const {
-  for (int32_t r : LiveSlots())
-    out->push_back({peer_of_rank_[r], frames::RanksWaiting(static_cast<int32_t>(joiners_.size()))});
+  const Payload waiting = frames::RanksWaiting(static_cast<int32_t>(joiners_.size()));
+  for (int32_t r : LiveSlots()) out->push_back({peer_of_rank_[r], waiting});
 }
 
 void Job::DropJoiner(int32_t slot, const Status& status, Outbox* out) {

@@ -55,17 +55,20 @@ void Job::Remove(int32_t rank, const Status& status, bool fault, Clock::time_poi
   if (fault && policy_.errors) policy_.errors->Add(id_, rank, status);
   // The Fault goes first: a rank whose request fails because of the loss must already know of
   // it when it submits again, so that the new request fails at once too.
+  const Payload told = fault ? frames::Fault({rank}, status) : nullptr;
   for (int32_t r = 0; fault && r < size_; ++r) {
     if (!alive(r)) continue;
-    out->push_back({peer_of_rank_[r], frames::Fault({rank}, status)});
+    out->push_back({peer_of_rank_[r], told});
   }
   for (auto& [id, negotiator] : negotiators_) {
     if (!negotiator.contains(rank)) continue;
     // Members on the set's fast path hold their tensors themselves (docs/steady-state.md):
     // without a Fault, an orderly leave would fail nothing of theirs.
-    if (!fault && negotiator.fast_path_members() > 0)
+    if (!fault && negotiator.fast_path_members() > 0) {
+      const Payload broken = frames::SetsBroken({id}, status, /*orderly=*/true);
       for (int32_t m : negotiator.members())
-        if (m != rank && alive(m)) out->push_back({peer_of_rank_[m], frames::SetsBroken({id}, status, /*orderly=*/true)});
+        if (m != rank && alive(m)) out->push_back({peer_of_rank_[m], broken});
+    }
     std::vector<wire::Response> failed;
     negotiator.Break(status, &failed);
     if (!failed.empty()) SendExecute(id, negotiator, std::move(failed), out);

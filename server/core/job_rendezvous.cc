@@ -6,6 +6,8 @@
 #include "server/core/job.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -55,6 +57,18 @@ Status Job::Register(const std::string& peer, const wire::Register& msg, Clock::
     return Status(Code::kInvalidArgument,
                   fmt::format("rank {} of job '{}' is already registered", msg.rank(), id_));
   registrations_[msg.rank()] = std::make_unique<wire::Register>(msg);
+  // Static sets name O(ranks) ranks and every rank gives them: kept once, not once per rank
+  // (O(ranks^2) bytes). A registration that gives other lists keeps its own, for the refusal.
+  wire::Register& kept = *registrations_[msg.rank()];
+  const std::vector<std::vector<int32_t>> lists = StaticSets(kept);
+  if (!static_sets_) static_sets_ = lists;
+  if (lists == *static_sets_) {
+    // Swapped out rather than cleared: protobuf keeps cleared elements' memory for reuse.
+    google::protobuf::RepeatedPtrField<wire::RankList> dropped;
+    kept.mutable_static_sets()->Swap(&dropped);
+  } else {
+    own_static_sets_.insert(msg.rank());
+  }
   peer_of_rank_[msg.rank()] = peer;
   *slot = msg.rank();
   if (++registered_ == size_) Welcome(now, out);
@@ -62,10 +76,16 @@ Status Job::Register(const std::string& peer, const wire::Register& msg, Clock::
 }
 
 void Job::Welcome(Clock::time_point now, Outbox* out) {
-  // Every rank must have given the same static sets; compare each with rank 0's.
-  const auto lists = StaticSets(*registrations_[0]);
-  for (int32_t r = 1; r < size_; ++r) {
-    const auto other = StaticSets(*registrations_[r]);
+  // Every rank must have given the same static sets; compare each with rank 0's. Those that gave
+  // the first registrant's lists were stored without them (Register).
+  auto lists_of = [&](int32_t r) {
+    return own_static_sets_.count(r) ? StaticSets(*registrations_[r]) : *static_sets_;
+  };
+  const auto lists = lists_of(0);
+  const bool first_own = own_static_sets_.count(0) != 0;
+  for (int32_t r = 1; r < size_ && !own_static_sets_.empty(); ++r) {
+    if (!first_own && !own_static_sets_.count(r)) continue;  // both gave the first registrant's
+    const auto other = lists_of(r);
     if (other != lists)
       return RefuseAll(Code::kMismatch,
                        fmt::format("static process sets differ: rank 0 gave {}, rank {} gave {}",
@@ -125,11 +145,13 @@ void Job::Welcome(Clock::time_point now, Outbox* out) {
   }
   FillWelcome(&base);
 
+  // Every rank is told the same peers, sets and settings, encoded once; its placement is its own.
   const Placement place = Place(*world);
+  const frames::Welcomes welcomes(base);
   for (int32_t r = 0; r < size_; ++r) {
-    wire::Welcome welcome = base;
-    SetPlacement(place, r, &welcome);
-    out->push_back({peer_of_rank_[r], frames::Welcome(std::move(welcome))});
+    wire::Welcome own;
+    SetPlacement(place, r, &own);
+    out->push_back(welcomes.To(peer_of_rank_[r], own));
   }
   welcomed_ = true;
   for (int32_t r = 0; r < size_; ++r) slot_of_claim_[r] = r;
@@ -172,21 +194,19 @@ void Job::FillWelcome(wire::Welcome* welcome) const {
 Job::Placement Job::Place(const std::vector<int32_t>& slots) const {
   // local_rank: position among the ranks of the same host; cross_rank: position among the ranks
   // with the same local_rank (Horovod's definitions).
+  // Counted in one pass each (slots are sorted): a rank's position is how many of its group came
+  // before it, its size the group's final count.
   const size_t n = slots.size();
   Placement p{std::vector<int32_t>(n), std::vector<int32_t>(n), std::vector<int32_t>(n),
               std::vector<int32_t>(n)};
-  for (size_t r = 0; r < n; ++r)
-    for (size_t q = 0; q < n; ++q)
-      if (registrations_[slots[q]]->host() == registrations_[slots[r]]->host()) {
-        p.local_size[r]++;
-        if (q < r) p.local_rank[r]++;
-      }
-  for (size_t r = 0; r < n; ++r)
-    for (size_t q = 0; q < n; ++q)
-      if (p.local_rank[q] == p.local_rank[r]) {
-        p.cross_size[r]++;
-        if (q < r) p.cross_rank[r]++;
-      }
+  std::unordered_map<std::string_view, int32_t> on_host;
+  for (size_t r = 0; r < n; ++r) p.local_rank[r] = on_host[registrations_[slots[r]]->host()]++;
+  std::unordered_map<int32_t, int32_t> at_local_rank;
+  for (size_t r = 0; r < n; ++r) {
+    p.local_size[r] = on_host[registrations_[slots[r]]->host()];
+    p.cross_rank[r] = at_local_rank[p.local_rank[r]]++;
+  }
+  for (size_t r = 0; r < n; ++r) p.cross_size[r] = at_local_rank[p.local_rank[r]];
   return p;
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dtype.h"
+#include "proto/cache_bits.h"
 #include "proto/status_codec.h"
 #include "server/core/service_metrics.h"
 
@@ -43,18 +44,13 @@ size_t Negotiator::IndexOf(int32_t rank) const {
                              members_.begin());
 }
 
-bool Negotiator::Complete(const Pending& pending) const {
-  for (size_t i = 0; i < members_.size(); ++i)
-    if (!joined_[i] && !pending.by_member[i]) return false;
-  return true;
-}
-
 bool Negotiator::Join(int32_t rank, std::vector<wire::Response>* ready, int32_t* last_joined) {
-  const size_t index = static_cast<size_t>(std::lower_bound(members_.begin(), members_.end(), rank) -
-                                           members_.begin());
+  const size_t index = IndexOf(rank);
   if (!joined_[index]) {
     joined_[index] = true;
     ++joined_count_;
+    for (auto& [name, pending] : pending_)
+      if (!Announced(pending, index)) ++pending.covered;
   }
   // Tensors that only waited for this rank go now, in first-announced order.
   std::vector<std::string> names(pending_order_.begin(), pending_order_.end());
@@ -66,15 +62,18 @@ bool Negotiator::Join(int32_t rank, std::vector<wire::Response>* ready, int32_t*
   *last_joined = rank;
   std::fill(joined_.begin(), joined_.end(), false);
   joined_count_ = 0;
+  // Everything pending was complete and went above: nothing is left to recount.
+  for (auto& [name, pending] : pending_) pending.covered = pending.announced_count;
   return true;
 }
 
 void Negotiator::Unjoin(int32_t rank) {
-  const size_t index = static_cast<size_t>(std::lower_bound(members_.begin(), members_.end(), rank) -
-                                           members_.begin());
+  const size_t index = IndexOf(rank);
   if (index < members_.size() && joined_[index]) {
     joined_[index] = false;
     --joined_count_;
+    for (auto& [name, pending] : pending_)
+      if (!Announced(pending, index)) --pending.covered;
   }
 }
 
@@ -94,18 +93,78 @@ Status Negotiator::AnnounceCached(int32_t rank, uint32_t slot, std::vector<wire:
   if (!contains(rank))
     return Status(Code::kNotAMember,
                   fmt::format("rank {} is not a member of process set {}", rank, set_id_));
-  const wire::TensorSpec* spec = cache_.Expand(IndexOf(rank), slot);
-  if (spec == nullptr)
+  return AnnounceCachedAt(IndexOf(rank), rank, slot, ready, now, name);
+}
+
+size_t Negotiator::AnnounceCachedBits(int32_t rank, const wire::SetTensors& set,
+                                      std::vector<wire::Response>* ready, Clock::time_point now,
+                                      const RefusedBit& refused) {
+  size_t bits = 0;
+  const bool member = broken_.ok() && contains(rank);
+  const size_t index = member ? IndexOf(rank) : 0;
+  const size_t word = index / 64;
+  const uint64_t bit = uint64_t{1} << (index % 64);
+  const bool covers = member && !joined_[index];
+  wire::ForEachCachedSlot(set, [&](uint32_t slot) {
+    ++bits;
+    // The steady state, inline: the slot's entry of this step is pending (a hint is set), every
+    // member announced the slot's one spec so far, and this member had not: a bit, two counts.
+    // The slot's use for the LRU order is counted when the tensor completes (Assign).
+    if (member && !timeline_ && slot < hints_.size()) {
+      const SlotHint& hint = hints_[slot];
+      if (hint.pending && !(hint.announced[word] & bit) && hint.pending->variant_of.empty()) {
+        Pending& pending = *hint.pending;
+        hint.announced[word] |= bit;
+        ++pending.announced_count;
+        if (covers) ++pending.covered;
+        if (Complete(pending))
+          ReleaseIfComplete(pending_.find(pending.variants.front()->spec.name()), rank, ready);
+        return;
+      }
+    }
+    std::string name;
+    const Status status = member ? AnnounceCachedAt(index, rank, slot, ready, now, &name)
+                                 : AnnounceCached(rank, slot, ready, now, &name);
+    if (!status.ok()) refused(slot, name, status);
+  });
+  return bits;
+}
+
+Status Negotiator::AnnounceCachedAt(size_t index, int32_t rank, uint32_t slot,
+                                    std::vector<wire::Response>* ready, Clock::time_point now,
+                                    std::string* name) {
+  const SpecRef& spec = cache_.ExpandRef(index, slot);
+  if (!spec)
     return Status(Code::kInvalidArgument,
                   fmt::format("rank {} announced response-cache slot {} of process set {}, which "
                               "holds no tensor of it",
                               rank, slot, set_id_));
-  if (name) *name = spec->name();
-  return Record(rank, *spec, /*cached=*/true, ready, now);
+  Status status = Record(index, rank, spec, /*cached=*/true, ready, now);
+  // The first bit of a step for this slot: later ones find the entry by the slot's hint.
+  auto entry = status.ok() ? pending_.find(spec->spec.name()) : pending_.end();
+  if (entry != pending_.end() && entry->second.slot == kNoSlot &&
+      entry->second.variants.front() == spec && cache_.uniform(slot)) {
+    if (hints_.size() <= slot) hints_.resize(slot + 1);
+    hints_[slot] = SlotHint{&entry->second, entry->second.announced.data()};
+    entry->second.slot = slot;
+  }
+  if (!status.ok() && name) *name = spec->spec.name();
+  return status;
 }
 
 void Negotiator::AcknowledgeEvictions(int32_t rank, uint64_t seen) {
-  if (contains(rank)) cache_.Acknowledge(IndexOf(rank), seen);
+  if (!contains(rank)) return;
+  cache_.Acknowledge(IndexOf(rank), seen);
+  // A freed slot may be given to another tensor: no hint may lead its bits to this one's entry.
+  if (cache_.frees() != cache_frees_seen_) {
+    cache_frees_seen_ = cache_.frees();
+    ClearHints();
+  }
+}
+
+void Negotiator::ClearHints() {
+  hints_.clear();
+  for (auto& [name, pending] : pending_) pending.slot = kNoSlot;
 }
 
 Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
@@ -115,15 +174,17 @@ Status Negotiator::Announce(int32_t rank, const wire::TensorSpec& spec,
   if (it == members_.end() || *it != rank)
     return Status(Code::kNotAMember,
                   fmt::format("rank {} is not a member of process set {}", rank, set_id_));
-  cache_.Observe(static_cast<size_t>(it - members_.begin()), spec);
-  return Record(rank, spec, /*cached=*/false, ready, now);
+  const size_t index = static_cast<size_t>(it - members_.begin());
+  auto announced = std::make_shared<const AnnouncedSpec>(spec);
+  cache_.Observe(index, *announced);
+  return Record(index, rank, announced, /*cached=*/false, ready, now);
 }
 
-Status Negotiator::Record(int32_t rank, const wire::TensorSpec& spec, bool cached,
+Status Negotiator::Record(size_t index, int32_t rank, const SpecRef& spec, bool cached,
                           std::vector<wire::Response>* ready, Clock::time_point now) {
-  const size_t index = IndexOf(rank);
-
-  if (!pending_.count(spec.name())) {
+  const std::string& name = spec->spec.name();
+  auto entry = pending_.find(name);
+  if (entry == pending_.end()) {
     if (pending_.size() >= kMaxPending)
       return Status(Code::kLimitExceeded,
                     fmt::format("limit exceeded: process set {} already has {} tensors waiting for "
@@ -133,48 +194,72 @@ Status Negotiator::Record(int32_t rank, const wire::TensorSpec& spec, bool cache
       return Status(Code::kLimitExceeded,
                     fmt::format("limit exceeded: job '{}' already has {} tensors announced by some "
                                 "members only (tuttid --max-pending-tensors); '{}' was refused",
-                                budget_->job, budget_->limit, spec.name()));
-  }
-  auto [entry, fresh] = pending_.try_emplace(spec.name());
-  Pending& pending = entry->second;
-  if (fresh) {
+                                budget_->job, budget_->limit, name));
+    entry = pending_.try_emplace(name).first;
+    Pending& pending = entry->second;
     if (budget_) ++budget_->used;
-    pending.by_member.resize(members_.size());
-    pending.order = pending_order_.insert(pending_order_.end(), spec.name());
+    pending.announced.assign((members_.size() + 63) / 64, 0);
+    pending.covered = joined_count_;  // joined members are waited for by no one
+    pending.order = pending_order_.insert(pending_order_.end(), name);
     pending.first_announced = now;
-    if (timeline_) timeline_->Begin(track_, spec.name(), "NEGOTIATE", {{"first_rank", rank}});
+    if (timeline_) timeline_->Begin(track_, name, "NEGOTIATE", {{"first_rank", rank}});
   }
-  if (timeline_) timeline_->Instant(track_, "ANNOUNCED", {{"tensor", spec.name()}, {"rank", rank}});
-  if (pending.by_member[index])
+  return RecordInto(entry->second, index, rank, spec, cached, ready);
+}
+
+Status Negotiator::RecordInto(Pending& pending, size_t index, int32_t rank, const SpecRef& spec,
+                              bool cached, std::vector<wire::Response>* ready) {
+  const std::string& name = spec->spec.name();
+  if (timeline_) timeline_->Instant(track_, "ANNOUNCED", {{"tensor", name}, {"rank", rank}});
+  if (Announced(pending, index))
     return Status(Code::kDuplicateName,
-                  fmt::format("rank {} announced '{}' twice on process set {}", rank, spec.name(),
+                  fmt::format("rank {} announced '{}' twice on process set {}", rank, name,
                               set_id_));
-  pending.by_member[index] = spec;
+  pending.announced[index / 64] |= uint64_t{1} << (index % 64);
+  ++pending.announced_count;
+  if (!joined_[index]) ++pending.covered;
+  // Members announce alike: the same object (a cache slot's) or the same bytes as the last
+  // variant is that variant; anything else is one more, and members get their own indices.
+  if (pending.variants.empty()) {
+    pending.variants.push_back(spec);
+  } else if (pending.variants.back() != spec && pending.variants.back()->bytes != spec->bytes) {
+    pending.variants.push_back(spec);
+  }
+  const uint32_t variant = static_cast<uint32_t>(pending.variants.size() - 1);
+  if (variant != 0 && pending.variant_of.empty()) pending.variant_of.assign(members_.size(), 0);
+  if (!pending.variant_of.empty()) pending.variant_of[index] = variant;
   if (!cached) pending.all_cached = false;
-  ReleaseIfComplete(entry, rank, ready);
+  // Found by name once per tensor, when it completes, not once per member.
+  if (Complete(pending)) ReleaseIfComplete(pending_.find(name), rank, ready);
   return Status::Ok();
 }
 
-void Negotiator::ReleaseIfComplete(std::unordered_map<std::string, Pending>::iterator entry,
-                                   int32_t last_rank, std::vector<wire::Response>* ready) {
-  if (!Complete(entry->second)) return;
-  const auto& members = entry->second.by_member;
-  wire::Response response = Resolve(entry->first, entry->second);
+void Negotiator::Forget(PendingMap::iterator entry) {
+  Pending& pending = entry->second;
+  if (pending.slot < hints_.size() && hints_[pending.slot].pending == &pending)
+    hints_[pending.slot] = SlotHint{};
+  if (budget_) --budget_->used;
+  pending_order_.erase(pending.order);
+  pending_.erase(entry);
+}
+
+void Negotiator::ReleaseIfComplete(PendingMap::iterator entry, int32_t last_rank,
+                                   std::vector<wire::Response>* ready) {
+  const Pending& pending = entry->second;
+  if (!Complete(pending)) return;
+  wire::Response response = Resolve(entry->first, pending);
   response.set_last_rank(last_rank);
   if (timeline_)
     timeline_->End(track_, entry->first, "NEGOTIATE",
                    {{"last_rank", last_rank},
                     {"error", wire::StatusOf(response).message()}});
-  const bool everyone = std::all_of(members.begin(), members.end(),
-                                    [](const auto& s) { return s.has_value(); });
-  const bool steady = everyone && entry->second.all_cached && !wire::Failed(response);
+  const bool everyone = pending.announced_count == members_.size();
+  const bool steady = everyone && pending.all_cached && !wire::Failed(response);
   ++(steady ? released_cached_ : released_other_);
   if (!everyone) {
     response.set_partial(true);
   } else if (!wire::Failed(response)) {
-    std::vector<const wire::TensorSpec*> specs;
-    for (const auto& s : members) specs.push_back(&*s);
-    const uint32_t slot = cache_.Assign(specs);
+    const uint32_t slot = cache_.Assign(pending.variants, pending.variant_of);
     if (slot != ResponseCache::kNone) response.set_cache_slot(slot + 1);
   }
   if (metrics_) {
@@ -182,12 +267,10 @@ void Negotiator::ReleaseIfComplete(std::unordered_map<std::string, Pending>::ite
     uint64_t bytes = IsValidDType(spec.dtype()) ? ElementSize(static_cast<DType>(spec.dtype())) : 0;
     for (int64_t d : spec.shape()) bytes *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
     metrics_->Negotiated(spec.kind(), bytes,
-                         std::chrono::duration<double>(Clock::now() - entry->second.first_announced)
+                         std::chrono::duration<double>(Clock::now() - pending.first_announced)
                              .count());
   }
-  if (budget_) --budget_->used;
-  pending_order_.erase(entry->second.order);
-  pending_.erase(entry);
+  Forget(entry);
   Release(std::move(response), ready);
 }
 
@@ -228,6 +311,7 @@ void Negotiator::FailPending(const Status& status, std::vector<wire::Response>* 
   if (budget_) budget_->used -= pending_.size();
   pending_.clear();
   pending_order_.clear();
+  hints_.clear();
   for (auto& [name, held] : groups_)
     for (auto& response : held) {
       SetError(&response, status.code(),

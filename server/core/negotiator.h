@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <optional>
 #include <string>
@@ -65,10 +66,17 @@ class Negotiator {
   // `ready`. Errors concern only the announcing rank (not a member, announced twice).
   Status Announce(int32_t rank, const wire::TensorSpec& spec, std::vector<wire::Response>* ready,
                   Clock::time_point now = Clock::now());
-  // The same for a tensor announced as response-cache `slot`; `name` is set to the tensor's name
-  // when the slot holds one for `rank`.
+  // The same for a tensor announced as response-cache `slot`; when it is refused, `name` is set to
+  // the tensor's name if the slot holds one for `rank`.
   Status AnnounceCached(int32_t rank, uint32_t slot, std::vector<wire::Response>* ready,
                         Clock::time_point now = Clock::now(), std::string* name = nullptr);
+  // Every tensor `set` announces as response-cache bits, for `rank`; `refused(slot, name, status)`
+  // hears of each bit refused (`name` empty when the slot holds nothing for the rank). Returns the
+  // number of bits. The steady state's path: a bit costs a few memory accesses, no lookup by name.
+  using RefusedBit = std::function<void(uint32_t slot, const std::string& name, const Status&)>;
+  size_t AnnounceCachedBits(int32_t rank, const wire::SetTensors& set,
+                            std::vector<wire::Response>* ready, Clock::time_point now,
+                            const RefusedBit& refused);
   // `rank` applied its first `seen` cache evictions.
   void AcknowledgeEvictions(int32_t rank, uint64_t seen);
 
@@ -128,18 +136,46 @@ class Negotiator {
   void set_next_seq(uint64_t seq) { next_seq_ = seq; }
 
  private:
+  // One tensor some members announced. Its cost does not grow with what members announce alike:
+  // each distinct spec is kept once (a variant), a member's announcement is a bit, and a member's
+  // variant index is kept only once members differ (docs/scale.md).
   struct Pending {
-    std::vector<std::optional<wire::TensorSpec>> by_member;  // indexed like members_
+    std::vector<SpecRef> variants;
+    std::vector<uint32_t> variant_of;  // by member; empty: whoever announced, announced variants[0]
+    std::vector<uint64_t> announced;   // bit per member
+    size_t announced_count = 0;
+    size_t covered = 0;  // members that announced or joined: complete at members_.size()
+    uint32_t slot = kNoSlot;  // the cache slot whose hint (hints_) leads to it, if any
     std::list<std::string>::iterator order;  // its place in pending_order_
     Clock::time_point first_announced;
     bool warned = false;
     bool all_cached = true;  // every member announced it from the response cache
   };
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  using PendingMap = std::unordered_map<std::string, Pending>;
 
+  static bool Announced(const Pending& pending, size_t index) {
+    return (pending.announced[index / 64] >> (index % 64)) & 1;
+  }
+  // What member `index` announced, or null.
+  static const AnnouncedSpec* SpecOf(const Pending& pending, size_t index) {
+    if (!Announced(pending, index)) return nullptr;
+    return pending.variants[pending.variant_of.empty() ? 0 : pending.variant_of[index]].get();
+  }
   size_t IndexOf(int32_t rank) const;
-  // Records a member's announcement (full or expanded from the cache) and releases what completes.
-  Status Record(int32_t rank, const wire::TensorSpec& spec, bool cached,
+  // A cached bit of member `index` (a member): expands it and records it.
+  Status AnnounceCachedAt(size_t index, int32_t rank, uint32_t slot,
+                          std::vector<wire::Response>* ready, Clock::time_point now,
+                          std::string* name);
+  // Records member `index`'s announcement (full or expanded from the cache) and releases what
+  // completes; finds (or opens) the tensor's entry by name.
+  Status Record(size_t index, int32_t rank, const SpecRef& spec, bool cached,
                 std::vector<wire::Response>* ready, Clock::time_point now);
+  // The same into `pending`, the entry of `spec`'s name.
+  Status RecordInto(Pending& pending, size_t index, int32_t rank, const SpecRef& spec, bool cached,
+                    std::vector<wire::Response>* ready);
+  // Forgets a pending entry: its slot link, its order, its budget.
+  void Forget(PendingMap::iterator entry);
   // Checks that the members agree and builds the response (negotiator_agreement.cc).
   wire::Response Resolve(const std::string& name, const Pending& pending);
   // Sets the device path and group of a response that resolved without error (partial: some
@@ -148,16 +184,28 @@ class Negotiator {
   // Puts a failure in a response; shared by the negotiator's files.
   static void SetError(wire::Response* response, Code code, const std::string& message);
   // Releases the tensor if every member that has not joined announced it; `last_rank` completed it.
-  void ReleaseIfComplete(std::unordered_map<std::string, Pending>::iterator entry,
-                         int32_t last_rank, std::vector<wire::Response>* ready);
+  void ReleaseIfComplete(PendingMap::iterator entry, int32_t last_rank,
+                         std::vector<wire::Response>* ready);
   // Appends a released response, holding grouped ones back until their group is whole.
   void Release(wire::Response response, std::vector<wire::Response>* ready);
-  bool Complete(const Pending& pending) const;
+  bool Complete(const Pending& pending) const { return pending.covered == members_.size(); }
 
   int32_t set_id_;
   std::vector<int32_t> members_;
-  std::unordered_map<std::string, Pending> pending_;
+  PendingMap pending_;
   std::list<std::string> pending_order_;  // first-announced order, for deterministic FailPending
+  // By cache slot: the pending entry its bits go to, and that entry's bits, so that a bit of the
+  // steady state reads this and the entry and nothing else (no lookup by name, not the cache).
+  // Set only while the slot holds one spec for every member and it is the entry's first variant;
+  // cleared when the entry goes, and all of them when the cache frees a slot (which it may then
+  // give to another tensor): a hint that is set is right.
+  struct SlotHint {
+    Pending* pending = nullptr;
+    uint64_t* announced = nullptr;  // pending->announced's words
+  };
+  std::vector<SlotHint> hints_;
+  uint64_t cache_frees_seen_ = 0;
+  void ClearHints();
   std::unordered_map<std::string, std::vector<wire::Response>> groups_;  // resolved, held until whole
   uint64_t next_seq_ = 0;
   Status broken_;

@@ -72,23 +72,26 @@ wire::Response Negotiator::Resolve(const std::string& name, const Pending& pendi
   wire::Response response;
   // Members that joined announced nothing: compare those that did with the first of them.
   size_t reference = 0;
-  while (!pending.by_member[reference]) ++reference;
-  const wire::TensorSpec& first = *pending.by_member[reference];
+  while (!Announced(pending, reference)) ++reference;
+  const wire::TensorSpec& first = SpecOf(pending, reference)->spec;
   *response.mutable_spec() = first;
+  // The first member that did not announce (joined), if any.
   int32_t absent = -1;
-  for (size_t i = 0; i < members_.size(); ++i) {
-    if (!pending.by_member[i]) {
-      if (absent < 0) absent = members_[i];
-      continue;
+  if (pending.announced_count < members_.size())
+    for (size_t i = 0; i < members_.size() && absent < 0; ++i)
+      if (!Announced(pending, i)) absent = members_[i];
+  // Every member announced the first variant unless there are several: then the first member, in
+  // set order, whose spec disagrees with the reference's is named.
+  if (pending.variants.size() > 1)
+    for (size_t i = 0; i < members_.size(); ++i) {
+      const AnnouncedSpec* other = SpecOf(pending, i);
+      if (!other || Agree(first, other->spec)) continue;
+      SetError(&response, Code::kMismatch,
+               fmt::format("mismatched '{}' on process set {}: rank {} sent {}, rank {} sent {}",
+                           name, set_id_, members_[reference], DescribeSpec(first), members_[i],
+                           DescribeSpec(other->spec)));
+      return response;
     }
-    const wire::TensorSpec& other = *pending.by_member[i];
-    if (Agree(first, other)) continue;
-    SetError(&response, Code::kMismatch,
-             fmt::format("mismatched '{}' on process set {}: rank {} sent {}, rank {} sent {}", name,
-                         set_id_, members_[reference], DescribeSpec(first), members_[i],
-                         DescribeSpec(other)));
-    return response;
-  }
   const bool supports_join = first.kind() == wire::COLLECTIVE_ALLREDUCE ||
                              first.kind() == wire::COLLECTIVE_ALLGATHER ||
                              first.kind() == wire::COLLECTIVE_BROADCAST ||
@@ -100,8 +103,7 @@ wire::Response Negotiator::Resolve(const std::string& name, const Pending& pendi
     return response;
   }
   if (absent >= 0 && first.kind() == wire::COLLECTIVE_BROADCAST && contains(first.root()) &&
-      !pending.by_member[std::lower_bound(members_.begin(), members_.end(), first.root()) -
-                         members_.begin()]) {
+      !Announced(pending, IndexOf(first.root()))) {
     SetError(&response, Code::kInvalidArgument,
              fmt::format("broadcast '{}': root rank {} has joined and has nothing to send", name,
                          first.root()));
@@ -116,12 +118,14 @@ wire::Response Negotiator::Resolve(const std::string& name, const Pending& pendi
                              first.root(), set_id_));
       break;
     case wire::COLLECTIVE_ALLGATHER:
-      for (const auto& spec : pending.by_member)  // a joined member gives no rows
-        response.add_member_rows(!spec ? 0 : spec->shape_size() > 0 ? spec->shape(0) : 1);
+      for (size_t i = 0; i < members_.size(); ++i) {  // a joined member gives no rows
+        const AnnouncedSpec* spec = SpecOf(pending, i);
+        response.add_member_rows(!spec ? 0 : spec->spec.shape_size() > 0 ? spec->spec.shape(0) : 1);
+      }
       break;
     case wire::COLLECTIVE_ALLTOALL:
       for (size_t i = 0; i < members_.size(); ++i) {
-        const wire::TensorSpec& spec = *pending.by_member[i];
+        const wire::TensorSpec& spec = SpecOf(pending, i)->spec;
         if (spec.splits_size() != n) {
           SetError(&response, Code::kInvalidArgument,
                    fmt::format("alltoall '{}': rank {} gave {} splits for a set of {} ranks", name,

@@ -36,11 +36,14 @@ void Negotiator::ChooseDevicePath(const std::string& name, const Pending& pendin
                                   wire::Response* response) {
   // Host memory everywhere (or a barrier, which moves no tensor): the CPU transports, group 0.
   if (response->spec().kind() == wire::COLLECTIVE_BARRIER) return;
-  const auto& specs = pending.by_member;
-  const bool any_device = std::any_of(specs.begin(), specs.end(), [](const auto& s) {
-    return s && s->device_type() == kCuda;
-  });
+  const bool any_device =
+      std::any_of(pending.variants.begin(), pending.variants.end(),
+                  [](const SpecRef& s) { return s->spec.device_type() == kCuda; });
   if (!any_device) return;
+  // Device tensors: per member (null: joined), as the rest of the choice reads them.
+  std::vector<const wire::TensorSpec*> specs(members_.size(), nullptr);
+  for (size_t i = 0; i < members_.size(); ++i)
+    if (const AnnouncedSpec* spec = SpecOf(pending, i)) specs[i] = &spec->spec;
 
   // The members' device combination: per member, 'J' (joined), 'H' (host memory), or 'G', its
   // host, GPU index and uuid. Equal combinations share a group (and an NCCL communicator).

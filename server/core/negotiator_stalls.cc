@@ -29,7 +29,7 @@ void Negotiator::Inspect(Clock::time_point now, Clock::duration warn_after,
     if (!warn && !fail) continue;
     Stall stall{name, {}, {}, waited};
     for (size_t i = 0; i < members_.size(); ++i)
-      (pending.by_member[i] || joined_[i] ? stall.submitted : stall.missing).push_back(members_[i]);
+      (Announced(pending, i) || joined_[i] ? stall.submitted : stall.missing).push_back(members_[i]);
     if (warn) {
       pending.warned = true;
       warned->push_back(stall);
@@ -44,11 +44,7 @@ void Negotiator::Inspect(Clock::time_point now, Clock::duration warn_after,
     auto entry = pending_.find(expired[k]);
     wire::Response response;
     // Grouped tensors fail as a whole: say which group, so the held siblings fail alike.
-    for (const auto& spec : entry->second.by_member)
-      if (spec) {
-        *response.mutable_spec() = *spec;
-        break;
-      }
+    *response.mutable_spec() = entry->second.variants.front()->spec;
     response.mutable_spec()->set_name(expired[k]);
     SetError(&response, Code::kStalled,
              fmt::format("stalled: '{}' on process set {} waited {} s for ranks {}, which never "
@@ -56,9 +52,7 @@ void Negotiator::Inspect(Clock::time_point now, Clock::duration warn_after,
                          expired[k], set_id_,
                          std::chrono::duration<double>(fail_after).count(),
                          FormatRanks(stall.missing)));
-    if (budget_) --budget_->used;
-    pending_order_.erase(entry->second.order);
-    pending_.erase(entry);
+    Forget(entry);
     if (timeline_)
       timeline_->End(track_, expired[k], "NEGOTIATE", {{"error", response.error().message()}});
     const std::string group = response.spec().group();
@@ -87,7 +81,7 @@ std::vector<Negotiator::Stall> Negotiator::Describe(Clock::time_point now, size_
     const Pending& p = pending_.at(name);
     Stall stall{name, {}, {}, now - p.first_announced};
     for (size_t i = 0; i < members_.size(); ++i)
-      (p.by_member[i] || joined_[i] ? stall.submitted : stall.missing).push_back(members_[i]);
+      (Announced(p, i) || joined_[i] ? stall.submitted : stall.missing).push_back(members_[i]);
     pending.push_back(std::move(stall));
   }
   return pending;

@@ -5,30 +5,43 @@
 namespace tutti::server {
 
 ResponseCache::ResponseCache(size_t members, uint32_t capacity)
-    : members_(members), capacity_(capacity), seen_(members, 0) {}
+    : members_(members), capacity_(capacity), seen_(members, 0), at_min_seen_(members) {}
 
-const wire::TensorSpec* ResponseCache::Expand(size_t index, uint32_t slot) {
-  if (slot >= slots_.size()) return nullptr;
+const SpecRef ResponseCache::kNoSpec;
+
+void ResponseCache::Touch(uint32_t slot) {
   Slot& s = slots_[slot];
-  if (s.state == State::kFree || !s.parsed[index]) return nullptr;
-  if (s.state == State::kLive) lru_.splice(lru_.end(), lru_, s.lru);
-  return s.parsed[index].get();
+  lru_.splice(lru_.end(), lru_, s.lru);
+  s.used_in_round = round_;
 }
 
-void ResponseCache::Observe(size_t index, const wire::TensorSpec& spec) {
-  auto it = by_name_.find(spec.name());
+void ResponseCache::Observe(size_t index, const AnnouncedSpec& spec) {
+  auto it = by_name_.find(spec.spec.name());
   if (it == by_name_.end()) return;
-  const Slot& s = slots_[it->second];
-  if (s.specs[index] && *s.specs[index] == spec.SerializeAsString()) return;
+  if (SpecOf(slots_[it->second], index)->bytes == spec.bytes) return;
   Evict(it->second);
 }
 
 uint32_t ResponseCache::Assign(const std::vector<const wire::TensorSpec*>& by_member) {
-  if (capacity_ == 0) return kNone;
-  const std::string& name = by_member.front()->name();
+  std::vector<SpecRef> variants;
+  std::vector<uint32_t> variant_of;
+  for (size_t i = 0; i < by_member.size(); ++i) {
+    auto spec = std::make_shared<const AnnouncedSpec>(*by_member[i]);
+    if (variants.empty() || variants.back()->bytes != spec->bytes) variants.push_back(std::move(spec));
+    variant_of.push_back(static_cast<uint32_t>(variants.size() - 1));
+  }
+  if (variants.size() == 1) variant_of.clear();
+  return Assign(variants, variant_of);
+}
+
+uint32_t ResponseCache::Assign(const std::vector<SpecRef>& variants,
+                               const std::vector<uint32_t>& variant_of) {
+  if (capacity_ == 0 || variants.empty()) return kNone;
+  ++round_;  // a new LRU round: every slot used from now on moves again
+  const std::string& name = variants.front()->spec.name();
   auto known = by_name_.find(name);
   if (known != by_name_.end()) {
-    lru_.splice(lru_.end(), lru_, slots_[known->second].lru);
+    Touch(known->second);
     return known->second;
   }
   uint32_t slot;
@@ -48,24 +61,14 @@ uint32_t ResponseCache::Assign(const std::vector<const wire::TensorSpec*>& by_me
   s.state = State::kLive;
   s.name = name;
   s.published = false;
-  s.specs.assign(members_, nullptr);
-  s.parsed.assign(members_, nullptr);
-  // Members usually announce identical specs: share one copy between them.
-  for (size_t i = 0; i < members_; ++i) {
-    std::string bytes = by_member[i]->SerializeAsString();
-    if (i > 0 && *s.specs[i - 1] == bytes) {
-      s.specs[i] = s.specs[i - 1];
-      s.parsed[i] = s.parsed[i - 1];
-    } else {
-      s.specs[i] = std::make_shared<const std::string>(std::move(bytes));
-      s.parsed[i] = std::make_shared<const wire::TensorSpec>(*by_member[i]);
-    }
-  }
-  s.priorities_differ = std::any_of(by_member.begin(), by_member.end(), [&](const auto* spec) {
-    return spec->priority() != by_member.front()->priority();
+  s.variants = variants;
+  s.variant_of = variant_of;
+  s.priorities_differ = std::any_of(variants.begin(), variants.end(), [&](const SpecRef& spec) {
+    return spec->spec.priority() != variants.front()->spec.priority();
   });
   if (s.priorities_differ) ++priorities_differ_;
   s.lru = lru_.insert(lru_.end(), slot);
+  s.used_in_round = round_;
   by_name_[name] = slot;
   return slot;
 }
@@ -98,17 +101,30 @@ std::vector<uint32_t> ResponseCache::TakeEvicted() {
 }
 
 void ResponseCache::Acknowledge(size_t index, uint64_t seen) {
+  if (index >= members_) return;
   // A member cannot have applied evictions it was never sent; clamp a bogus count.
   const uint64_t told = evictions_ - evicted_.size();
-  seen_[index] = std::max(seen_[index], std::min(seen, told));
-  const uint64_t everyone = *std::min_element(seen_.begin(), seen_.end());
-  while (!retiring_.empty() && slots_[retiring_.front()].retired_at <= everyone) {
+  const uint64_t now_seen = std::max(seen_[index], std::min(seen, told));
+  if (now_seen == seen_[index]) return;  // the steady state: nothing new
+  if (seen_[index] == min_seen_ && --at_min_seen_ == 0) {
+    seen_[index] = now_seen;
+    min_seen_ = *std::min_element(seen_.begin(), seen_.end());
+    at_min_seen_ = static_cast<size_t>(std::count(seen_.begin(), seen_.end(), min_seen_));
+    FreeAcknowledged();
+    return;
+  }
+  seen_[index] = now_seen;
+}
+
+void ResponseCache::FreeAcknowledged() {
+  while (!retiring_.empty() && slots_[retiring_.front()].retired_at <= min_seen_) {
     Slot& s = slots_[retiring_.front()];
     s.state = State::kFree;
-    s.specs.clear();
-    s.parsed.clear();
+    s.variants.clear();
+    s.variant_of.clear();
     free_.push_back(retiring_.front());
     retiring_.pop_front();
+    ++frees_;
   }
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <random>
 #include <stdexcept>
@@ -37,6 +38,16 @@ constexpr int kSendQueueFrames = 100000;
 // After a connection closed: when to look again for the rank it belonged to.
 constexpr std::chrono::milliseconds kConnectionRechecks[] = {
     std::chrono::milliseconds(2), std::chrono::milliseconds(10), std::chrono::milliseconds(50)};
+
+// Unanswered TCP keepalive probes (one a heartbeat interval, after a lease of silence) before the
+// kernel drops a connection.
+constexpr int kKeepaliveProbes = 3;
+
+// Connections waiting to be accepted; the kernel caps it (net.core.somaxconn, 4096 by default).
+constexpr int kAcceptBacklog = 65536;
+
+// Frames at least this large are shared with ZeroMQ rather than copied into each message.
+constexpr size_t kShareAbove = 1024;
 
 // How long the goodbye frames may take to leave once tuttid stops.
 constexpr auto kGoodbyeLinger = std::chrono::milliseconds(1000);
@@ -93,10 +104,21 @@ struct Coordinator::Impl {
     if (zmq_socket_monitor(socket.handle(), monitor_endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
       throw std::runtime_error("cannot monitor the coordinator socket");
     monitor.connect(monitor_endpoint);
-    // ZMTP heartbeats tear down connections whose TCP peer vanished; the application lease
-    // (Job::Tick) is what declares a rank lost.
-    socket.set(zmq::sockopt::heartbeat_ivl, static_cast<int>(options.heartbeat_interval_ms));
-    socket.set(zmq::sockopt::heartbeat_timeout, static_cast<int>(options.lease_ms));
+    // TCP keepalives tear down connections whose peer vanished (its host crashed: no FIN ever
+    // comes); the application lease (Job::Tick) is what declares a rank lost. Not ZMTP
+    // heartbeats: libzmq (4.3) cancels a connection's heartbeat timer by a linear search of all
+    // its timers, after every ping, so with thousands of ranks tuttid's I/O thread spent most of
+    // its time there (docs/scale.md). The kernel keeps these timers per socket, at no cost per
+    // frame. The ranks still ping tuttid over ZMTP (client/control/coordinator_link.cc), and
+    // answering a ping arms no timer.
+    const auto seconds = [](int64_t ms) { return static_cast<int>(std::max<int64_t>(1, (ms + 999) / 1000)); };
+    socket.set(zmq::sockopt::tcp_keepalive, 1);
+    socket.set(zmq::sockopt::tcp_keepalive_idle, seconds(options.lease_ms));
+    socket.set(zmq::sockopt::tcp_keepalive_intvl, seconds(options.heartbeat_interval_ms));
+    socket.set(zmq::sockopt::tcp_keepalive_cnt, kKeepaliveProbes);
+    // Thousands of ranks connect at once when a large job starts: a short accept queue (ZeroMQ's
+    // default is 100) drops their handshakes, which TCP retries only a second later.
+    socket.set(zmq::sockopt::backlog, kAcceptBacklog);
     socket.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
     socket.set(zmq::sockopt::sndhwm, kSendQueueFrames);
     socket.set(zmq::sockopt::linger, 0);
@@ -122,10 +144,9 @@ struct Coordinator::Impl {
   // declares a rank behind it lost at its next Tick.
   void Send(Outbox& out) {
     for (Outgoing& o : out) {
-      const std::string payload = wire::Encode(o.frame);
       try {
         if (!socket.send(zmq::buffer(o.peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
-            !socket.send(zmq::buffer(payload), zmq::send_flags::dontwait))
+            !socket.send(Message(o), zmq::send_flags::dontwait))
           ++dropped_unread;
       } catch (const zmq::error_t& e) {
         if (e.num() == EHOSTUNREACH) {
@@ -146,6 +167,24 @@ struct Coordinator::Impl {
       dropped_unread = dropped_gone = 0;
       last_drop_warning = Clock::now();
     }
+  }
+
+  // The ZeroMQ message of `o`. A large frame without a part of its own (an Execute to every member
+  // of a set) is handed to ZeroMQ without a copy: the message keeps the shared payload alive until
+  // ZeroMQ's I/O thread has written it, to each member. Small ones are copied, which is cheaper
+  // than the allocation that sharing takes.
+  static zmq::message_t Message(const Outgoing& o) {
+    if (!o.own.empty()) {
+      zmq::message_t message(o.frame->size() + o.own.size());
+      std::memcpy(message.data(), o.frame->data(), o.frame->size());
+      std::memcpy(static_cast<char*>(message.data()) + o.frame->size(), o.own.data(), o.own.size());
+      return message;
+    }
+    if (o.frame->size() < kShareAbove) return zmq::message_t(o.frame->data(), o.frame->size());
+    auto* held = new Payload(o.frame);
+    return zmq::message_t(
+        const_cast<char*>((*held)->data()), (*held)->size(),
+        [](void*, void* hint) { delete static_cast<Payload*>(hint); }, held);
   }
 
   // Reads what is waiting (at most kMaxBatch frames, so that answers are never held back for

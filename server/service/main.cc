@@ -1,6 +1,7 @@
 // tuttid: the tutti coordinator service. Orders the collectives of every process set of every job
 // that connects; never sees tensor data. docs/operations.md: configuration, systemd, metrics.
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -154,6 +155,18 @@ void DefineOptions(CLI::App& app, Settings& s) {
                                         std::to_string(tutti::wire::kProtocolVersion) + ")");
 }
 
+// Every rank holds one connection to tuttid, a descriptor: the usual soft limit of 1024 would cap
+// tuttid at about a thousand ranks. The hard limit is what the system allows this process.
+void RaiseFileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t soft = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
+    spdlog::warn("could not raise the open-file limit from {} to {}: at most about {} ranks", soft,
+                 limit.rlim_max, soft);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,6 +203,7 @@ int main(int argc, char** argv) {
   // Logs go to stderr; stdout carries only the lines that scripts and tests read.
   spdlog::set_default_logger(spdlog::stderr_color_mt("tuttid"));
   spdlog::set_level(spdlog::level::from_str(settings.log_level));
+  RaiseFileLimit();
 
   if (settings.curve_secret_key_file.empty() != settings.curve_clients_file.empty()) {
     // Authentication half-configured would either admit everyone or no one: refuse to start.
