@@ -299,6 +299,7 @@ void CoordinatorCore::DropJob(std::string id, uint64_t key) {
   if (it->second.empty()) {
     job_address_.erase(id);
     jobs_.erase(it);
+    if (policy_.metrics) policy_.metrics->sets().ForgetJob(id);  // its negotiators are gone
   }
 }
 

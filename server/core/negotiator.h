@@ -16,6 +16,7 @@
 #include "proto/protocol.h"
 #include "server/core/process_set_table.h"
 #include "server/core/response_cache.h"
+#include "server/core/set_metrics.h"
 
 namespace tutti::server {
 
@@ -148,6 +149,7 @@ class Negotiator {
     uint32_t slot = kNoSlot;  // the cache slot whose hint (hints_) leads to it, if any
     std::list<std::string>::iterator order;  // its place in pending_order_
     Clock::time_point first_announced;
+    Clock::time_point all_but_one;  // when all but one member had announced (with metrics on)
     bool warned = false;
     bool all_cached = true;  // every member announced it from the response cache
   };
@@ -225,6 +227,7 @@ class Negotiator {
   int32_t track_ = 0;
   PendingBudget* budget_ = nullptr;
   ServiceMetrics* metrics_ = nullptr;
+  SetMetrics::Series* set_series_ = nullptr;  // this set's, made at its first release
   std::string job_;
   // Per member: the index of the first member on the same host, so that host identities (of any
   // length) are compared once, here, and device combinations stay small.

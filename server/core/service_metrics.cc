@@ -109,6 +109,7 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
   ranks_ = gauge("tutti_ranks", "Ranks registered and alive");
   sets_ = gauge("tutti_process_sets", "Active process sets, the world sets included");
   pending_ = gauge("tutti_pending_tensors", "Tensors announced by some members of their set only");
+  set_metrics_ = std::make_unique<SetMetrics>(*registry_);
 }
 
 std::string ServiceMetrics::Expose() const {

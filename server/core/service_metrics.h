@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "proto/protocol.h"
+#include "server/core/set_metrics.h"
 
 namespace tutti::server {
 
@@ -45,6 +46,9 @@ class ServiceMetrics {
   void SetProcessSets(size_t sets);
   void SetPendingTensors(size_t tensors);
 
+  // The series per job and process set.
+  SetMetrics& sets() { return *set_metrics_; }
+
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   // By wire::CollectiveKind, made once: a labelled lookup per negotiated tensor (a map built and
@@ -64,6 +68,7 @@ class ServiceMetrics {
   prometheus::Gauge* ranks_;
   prometheus::Gauge* sets_;
   prometheus::Gauge* pending_;
+  std::unique_ptr<SetMetrics> set_metrics_;
 };
 
 // "invalid_argument", "peer_lost", ...: the status name of tutti.h in lower case, for labels.

@@ -36,6 +36,7 @@ struct Settings {
   std::string log_level = "info";
   double stall_warning_s = 60, stall_shutdown_s = 0;
   std::string http;
+  size_t metrics_max_sets = tutti::server::SetMetrics::kDefaultMaxLabelledSets;
   std::string curve_secret_key_file, curve_clients_file;
   bool generate_keypair = false;
   bool exit_with_parent = false;
@@ -125,6 +126,11 @@ void DefineOptions(CLI::App& app, Settings& s) {
   app.add_option("--timeline", o.timeline,
                  "write every negotiation (arrivals per rank, release) to this Chrome-trace JSON "
                  "file; merge it with the ranks' timelines using tools/tutti_timeline_merge.py");
+  app.add_option("--metrics-max-sets", s.metrics_max_sets,
+                 "process sets with Prometheus series of their own ({job, set} labels); later "
+                 "ones share job=\"_other\", set=\"_other\"")
+      ->capture_default_str()
+      ->envname("TUTTID_METRICS_MAX_SETS");
   app.add_option("--http", s.http,
                  "serve the status page (/status, /status.json) and Prometheus metrics (/metrics) "
                  "on host:port (port 0: OS-chosen); empty: off")
@@ -227,6 +233,7 @@ int main(int argc, char** argv) {
   try {
     tutti::server::SystemdNotifier notifier;
     tutti::server::ServiceMetrics metrics;
+    metrics.sets().set_max_labelled_sets(settings.metrics_max_sets);
     tutti::server::StatusBoard board;
     options.metrics = &metrics;
     options.status = &board;

@@ -102,6 +102,12 @@ def test_status_page_and_metrics_during_a_job(tmp_path, tuttid_factory):
         assert metric(text, 'tutti_negotiations_total{kind="allreduce"}') >= 1
         assert metric(text, "tutti_negotiation_seconds_count") >= 1
         assert metric(text, "tutti_jobs_started_total") == 1
+        # Per set: the warm-up on the world, whose last member came after the others.
+        world = f'{{job="{JOB}",set="0"}}'
+        assert metric(text, f"tutti_set_negotiations_total{world}") >= 1
+        assert metric(text, f"tutti_set_negotiated_bytes_total{world}") >= 16
+        assert metric(text, f"tutti_set_negotiation_seconds_count{world}") >= 1
+        assert metric(text, f"tutti_set_straggler_seconds_count{world}") >= 1
 
         # Rank 2 submits with another shape: every rank fails, and the page lists the error.
         ranks[2].stdin.write("go\n")
@@ -127,3 +133,33 @@ def test_status_page_and_metrics_during_a_job(tmp_path, tuttid_factory):
             if rank.poll() is None:
                 rank.kill()
             rank.wait()
+
+
+def test_per_set_series_beyond_the_cap_share_one_label_and_go_with_their_job(tuttid_factory):
+    t = tuttid_factory("--metrics-max-sets", "0", http=True)
+    ranks = start_ranks(t.endpoint)
+    try:
+        for rank in ranks:
+            assert rank.stdout.readline().strip() == "warm"
+        text = get(t.url + "/metrics")
+        assert metric(text, 'tutti_set_negotiations_total{job="_other",set="_other"}') >= 1
+        assert f'job="{JOB}"' not in text
+    finally:
+        for rank in ranks:
+            rank.kill()
+            rank.wait()
+
+    t2 = tuttid_factory(http=True)
+    ranks = start_ranks(t2.endpoint)
+    try:
+        for rank in ranks:
+            assert rank.stdout.readline().strip() == "warm"
+        assert metric(get(t2.url + "/metrics"),
+                      f'tutti_set_negotiations_total{{job="{JOB}",set="0"}}') >= 1
+    finally:
+        for rank in ranks:
+            rank.kill()
+            rank.wait()
+    # The job ends (its ranks are lost): its series go.
+    wait_for(lambda: f'job="{JOB}"' not in get(t2.url + "/metrics"), 60,
+             "the ended job's per-set series removed")
