@@ -29,7 +29,7 @@ struct Outgoing {
   // same message: a parser merges a message field that occurs twice (protobuf's encoding rule),
   // so a frame shared by many ranks but for a few fields (a Welcome's placement) is encoded once.
   // Usually empty.
-  std::string own;
+  std::string own{};  // defaulted: most Outgoing{peer, frame} leave it out
 };
 using Outbox = std::vector<Outgoing>;
 
