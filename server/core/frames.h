@@ -4,13 +4,14 @@
 // the envelope (magic, version, epoch) is stamped here (proto/protocol.h).
 //
 // A frame is encoded once however many ranks get it: the builders return a Payload, which every
-// recipient's Outgoing shares (an Execute to 4,096 members is one encoding and one buffer, which
-// the service hands to ZeroMQ without copying). Payloads are immutable once built; the shared
-// pointer keeps one alive until the last send of it is done, on whichever thread that is.
+// recipient's Outgoing shares (an Execute to 4,096 members is one encoding, not 4,096). Payloads
+// are immutable once built; they live on the event loop's thread (the service copies each into
+// the ZeroMQ message it sends).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ namespace tutti::server {
 using Payload = std::shared_ptr<const std::string>;
 
 struct Outgoing {
+  Outgoing(std::string to, Payload encoded, std::string own_part = {})
+      : peer(std::move(to)), frame(std::move(encoded)), own(std::move(own_part)) {}
   std::string peer;  // ZeroMQ routing id
   Payload frame;
   // Further fields of the same Frame for this recipient alone, sent right after `frame` in the

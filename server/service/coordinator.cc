@@ -46,9 +46,6 @@ constexpr int kKeepaliveProbes = 3;
 // Connections waiting to be accepted; the kernel caps it (net.core.somaxconn, 4096 by default).
 constexpr int kAcceptBacklog = 65536;
 
-// Frames at least this large are shared with ZeroMQ rather than copied into each message.
-constexpr size_t kShareAbove = 1024;
-
 // How long the goodbye frames may take to leave once tuttid stops.
 constexpr auto kGoodbyeLinger = std::chrono::milliseconds(1000);
 
@@ -169,22 +166,15 @@ struct Coordinator::Impl {
     }
   }
 
-  // The ZeroMQ message of `o`. A large frame without a part of its own (an Execute to every member
-  // of a set) is handed to ZeroMQ without a copy: the message keeps the shared payload alive until
-  // ZeroMQ's I/O thread has written it, to each member. Small ones are copied, which is cheaper
-  // than the allocation that sharing takes.
+  // The ZeroMQ message of `o`: the shared frame, then the recipient's own part if any. Copied: an
+  // Execute is a few KiB, and handing ZeroMQ's I/O thread our buffer instead would make it free
+  // our memory through synchronization ThreadSanitizer cannot see (libzmq is not instrumented).
   static zmq::message_t Message(const Outgoing& o) {
-    if (!o.own.empty()) {
-      zmq::message_t message(o.frame->size() + o.own.size());
-      std::memcpy(message.data(), o.frame->data(), o.frame->size());
+    zmq::message_t message(o.frame->size() + o.own.size());
+    std::memcpy(message.data(), o.frame->data(), o.frame->size());
+    if (!o.own.empty())
       std::memcpy(static_cast<char*>(message.data()) + o.frame->size(), o.own.data(), o.own.size());
-      return message;
-    }
-    if (o.frame->size() < kShareAbove) return zmq::message_t(o.frame->data(), o.frame->size());
-    auto* held = new Payload(o.frame);
-    return zmq::message_t(
-        const_cast<char*>((*held)->data()), (*held)->size(),
-        [](void*, void* hint) { delete static_cast<Payload*>(hint); }, held);
+    return message;
   }
 
   // Reads what is waiting (at most kMaxBatch frames, so that answers are never held back for
