@@ -32,7 +32,7 @@ struct Outgoing {
   // same message: a parser merges a message field that occurs twice (protobuf's encoding rule),
   // so a frame shared by many ranks but for a few fields (a Welcome's placement) is encoded once.
   // Usually empty.
-  std::string own{};  // defaulted: most Outgoing{peer, frame} leave it out
+  std::string own;
 };
 using Outbox = std::vector<Outgoing>;
 
