@@ -34,6 +34,7 @@ size_t HeapInUse() { return mallinfo2().uordblks; }
 // the core took.
 struct Pass {
   std::vector<int> frames;                        // by rank
+  std::vector<size_t> bytes;                      // by rank, as sent
   std::vector<std::vector<wire::Frame>> received;  // by rank, for the kept ones
   double cpu_s = 0;
 };
@@ -42,6 +43,7 @@ Pass FeedAll(CoordinatorCore& core, const std::vector<std::string>& peers,
              const std::function<bool(int32_t)>& kept) {
   Pass pass;
   pass.frames.resize(peers.size());
+  pass.bytes.resize(peers.size());
   pass.received.resize(peers.size());
   std::unordered_map<std::string, int32_t> rank_of;
   for (size_t r = 0; r < peers.size(); ++r) rank_of[peers[r]] = static_cast<int32_t>(r);
@@ -60,6 +62,7 @@ Pass FeedAll(CoordinatorCore& core, const std::vector<std::string>& peers,
     for (const auto& o : out) {
       const int32_t to = rank_of.at(o.peer);
       ++pass.frames[to];
+      pass.bytes[to] += o.frame->size() + o.own.size();
       if (kept(to)) pass.received[to].push_back(server::frames::Decode(o));
     }
     out.clear();
@@ -106,6 +109,7 @@ void RunCore(const ScenarioOptions& o, Report* report) {
   malloc_trim(0);
   const size_t heap_welcomed = HeapInUse();
   report->Value("core: rendezvous cpu", rendezvous.cpu_s * 1000, "ms (Welcomes encoded, not sent)");
+  report->Value("core: Welcome bytes", static_cast<double>(rendezvous.bytes[0]), "bytes (rank 0's)");
   report->Value("core: state per rank after rendezvous",
                 double(heap_welcomed) / n - double(heap_before) / n, "bytes");
 
