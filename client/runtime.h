@@ -211,6 +211,7 @@ class Runtime : private LinkListener, private FastPathPort {
   // status their submissions fail with until it does: every member of such a set sees the
   // re-formation once, whether a request of its was pending at the mark or not.
   std::map<int32_t, Status> unacknowledged_;
+  uint64_t unacknowledged_epoch_ = 0;  // the epoch whose mark recorded them
   int32_t ranks_waiting_ = 0;  // ranks waiting to join the elastic job (guarded by mu_)
 
   std::unique_ptr<PointToPoint> p2p_;

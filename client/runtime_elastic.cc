@@ -69,6 +69,7 @@ void Runtime::OnReformed(const wire::Reformed& msg) {
       std::lock_guard<std::mutex> lock(mu_);
       for (int32_t lost : msg.lost()) lost_.emplace(lost, status);
       for (int32_t id : changed) unacknowledged_.emplace(id, status);
+      if (!changed.empty()) unacknowledged_epoch_ = epoch;
       ranks_waiting_ = msg.ranks_waiting();
       for (int32_t id : changed) {
         auto it = lanes_.find(id);
@@ -169,7 +170,10 @@ Status Runtime::AwaitEpoch(uint64_t after, int64_t timeout_ms, uint64_t* epoch) 
       // A re-formation this rank has not acknowledged is the change the caller waits for even
       // when `after` is its epoch: the mark can land between the caller's reading of the epoch
       // and a request that then fails with REFORMED for it, and no later epoch need ever come.
-      if (*epoch > after || !unacknowledged_.empty()) {
+      // Only once the mark is wholly applied (the world is in its epoch): OnReformed records
+      // the changed sets before it re-forms the world.
+      const bool applied_change = !unacknowledged_.empty() && unacknowledged_epoch_ <= *epoch;
+      if (*epoch > after || applied_change) {
         unacknowledged_.clear();
         return Status::Ok();
       }
