@@ -8,6 +8,7 @@
 
 #include "client/kernels/reduce.h"
 #include "client/runtime.h"
+#include "client/exec/log.h"
 #include "proto/status_codec.h"
 
 namespace tutti::client {
@@ -88,6 +89,11 @@ void Runtime::OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& 
 }
 
 void Runtime::OnLinkDead(const Status& status) { FailEverything(status); }
+
+void Runtime::OnFailover(bool resumed, const std::string& what) {
+  if (resumed) Log().info("{}", what);
+  else Log().warn("{}", what);
+}
 
 void Runtime::FailEverything(const Status& status) {
   std::vector<int32_t> sets;

@@ -118,7 +118,9 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   if (o.timeout_ms <= 0) return Status(Code::kInvalidArgument, "TUTTI_TIMEOUT_MS must be positive");
 
   o.host_id = Env("TUTTI_HOST_ID").value_or(HostIdentity());
-  o.data_address = Env("TUTTI_DATA_ADDR").value_or(LocalAddressToward(o.coordinator));
+  // An HA group's members are listed comma-separated: the route toward the first tells.
+  o.data_address = Env("TUTTI_DATA_ADDR")
+                       .value_or(LocalAddressToward(o.coordinator.substr(0, o.coordinator.find(','))));
   o.static_sets = requested.static_sets;
   o.allocator = requested.allocator;
 

@@ -13,8 +13,9 @@ constexpr uint32_t kMagic = 0x54555454;  // "TUTT"
 // Bumped on any change a peer of the previous version cannot read (docs/wire-protocol.md).
 // 2: SetReply.last_rank answers Join; 3: elastic jobs (PeerReport, Probe, Reformed; docs/elastic.md);
 // 4: ranks added to elastic jobs (RanksWaiting, AtBoundary, Welcome.slot); 5: the members' fast
-// path (Execute.fast_path, SetTensors.fast_path_exit; docs/steady-state.md)
-constexpr uint32_t kProtocolVersion = 5;
+// path (Execute.fast_path, SetTensors.fast_path_exit; docs/steady-state.md); 6: HA groups
+// (Frame.term, Redirect, Resume, Resumed, CacheState; docs/high-availability.md)
+constexpr uint32_t kProtocolVersion = 6;
 // Upper bound on one frame; also the ZeroMQ ZMQ_MAXMSGSIZE of both ends.
 constexpr int64_t kMaxFrameBytes = 16 << 20;
 

@@ -160,4 +160,45 @@ void AnnounceCache::Forget(int32_t set_id, const std::string& name) {
 
 void AnnounceCache::DropSet(int32_t set_id) { sets_.erase(set_id); }
 
+std::vector<int32_t> AnnounceCache::SetIds() const {
+  std::vector<int32_t> ids;
+  for (const auto& [id, set] : sets_) ids.push_back(id);
+  return ids;
+}
+
+wire::CacheState AnnounceCache::Snapshot(int32_t set_id) const {
+  wire::CacheState state;
+  state.set_set_id(set_id);
+  auto it = sets_.find(set_id);
+  if (it == sets_.end()) return state;
+  const SetState& set = it->second;
+  for (uint32_t slot = 0; slot < set.slots.size(); ++slot) {
+    if (!set.slots[slot]) continue;
+    const Entry& entry = *set.slots[slot];
+    auto* cached = state.add_slots();
+    cached->set_slot(slot);
+    if (entry.spec) cached->mutable_spec()->ParseFromString(*entry.spec);
+    else cached->set_joined(true);
+    cached->mutable_spec()->set_name(entry.name);
+  }
+  return state;
+}
+
+void AnnounceCache::Requeue(int32_t set_id) {
+  auto it = sets_.find(set_id);
+  if (it == sets_.end()) return;
+  SetState& set = it->second;
+  queued_ -= set.full.size() + set.bits.size();
+  set.full.clear();
+  set.bits.clear();
+  set.awaiting.clear();
+  set.evictions_seen = 0;
+  std::vector<std::pair<uint64_t, wire::TensorSpec>> ordered;
+  for (auto& [name, entry] : set.outstanding) ordered.push_back(std::move(entry));
+  set.outstanding.clear();
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [order, spec] : ordered) Add(set_id, std::move(spec));
+}
+
 }  // namespace tutti::client

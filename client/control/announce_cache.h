@@ -52,6 +52,15 @@ class AnnounceCache {
   // heard of: a protocol violation.
   Status Apply(wire::Execute* execute);
 
+  // A failover to a new HA leader (docs/high-availability.md, client/control/link_failover.cc).
+  std::vector<int32_t> SetIds() const;
+  // The set's cache as this rank holds it, for the new leader to rebuild its own from.
+  wire::CacheState Snapshot(int32_t set_id) const;
+  // The new leader never heard what is queued or in flight: everything announced and not yet
+  // answered is queued again, in the order it was announced; evictions count from zero again,
+  // as the new leader's do.
+  void Requeue(int32_t set_id);
+
   // The set's tensor `name` was refused or failed before any response: forget its spec.
   void Forget(int32_t set_id, const std::string& name);
   // The set is gone.

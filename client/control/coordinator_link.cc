@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -36,12 +37,29 @@ std::string NewRoutingId() {
   return id;
 }
 
+std::vector<std::string> SplitEndpoints(const std::string& list) {
+  std::vector<std::string> endpoints;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string one = list.substr(start, comma - start);
+    const size_t first = one.find_first_not_of(' '), last = one.find_last_not_of(' ');
+    if (first != std::string::npos) endpoints.push_back(one.substr(first, last - first + 1));
+    start = comma + 1;
+  }
+  if (endpoints.empty()) endpoints.push_back(list);
+  return endpoints;
+}
+
 }  // namespace
 
 CoordinatorLink::CoordinatorLink(std::string endpoint, LinkListener* listener, Counters* counters,
                                  std::chrono::microseconds cycle_time,
                                  const CurveClientKeys& curve)
-    : endpoint_(std::move(endpoint)),
+    : endpoints_(SplitEndpoints(endpoint)),
+      ha_(endpoints_.size() > 1),
+      endpoint_(endpoints_[0]),
       listener_(listener),
       counters_(counters),
       cycle_time_(cycle_time),
@@ -56,12 +74,17 @@ CoordinatorLink::CoordinatorLink(std::string endpoint, LinkListener* listener, C
   // Before connect, so that no handshake goes unobserved.
   const std::string monitor_endpoint =
       "inproc://tutti-link-monitor-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  // An HA group's member also watches its connections come and go: a closed one starts the
+  // failover at once, and an attempt that never connects moves on to the next endpoint.
+  const int ha_events = ha_ ? ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED : 0;
   if (zmq_socket_monitor(socket_.handle(), monitor_endpoint.c_str(),
                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                             ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0)
+                             ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ha_events) != 0)
     throw zmq::error_t();
   monitor_.connect(monitor_endpoint);
   socket_.set(zmq::sockopt::routing_id, NewRoutingId());
+  // An HA group's link moves between members: nothing may queue on a member that is down.
+  if (ha_) socket_.set(zmq::sockopt::immediate, 1);
   socket_.set(zmq::sockopt::maxmsgsize, wire::kMaxFrameBytes);
   socket_.set(zmq::sockopt::linger, kLingerMs);
   socket_.set(zmq::sockopt::sndtimeo, kSendWaitMs);
@@ -69,7 +92,9 @@ CoordinatorLink::CoordinatorLink(std::string endpoint, LinkListener* listener, C
   // is what declares the coordinator lost.
   socket_.set(zmq::sockopt::heartbeat_ivl, 1000);
   socket_.set(zmq::sockopt::heartbeat_timeout, 5000);
-  socket_.connect(endpoint_);  // asynchronous: never fails for a well-formed endpoint
+  // Asynchronous: never fails for a well-formed endpoint. An HA group's link connects when it
+  // registers, to one member after another until one answers (link_failover.cc).
+  if (!ha_) socket_.connect(endpoint_);
   wakeup_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   thread_ = std::thread([this] { Run(); });
 }
@@ -79,7 +104,7 @@ void CoordinatorLink::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     stopping_ = true;
-    if (registered_ && dead_.ok()) {
+    if (registered_ && dead_.ok() && !attaching_) {
       wire::Frame bye;
       bye.mutable_bye();
       outbox_.push_back(Stamp(bye));
@@ -155,14 +180,27 @@ Status CoordinatorLink::Register(const wire::Register& request, wire::Welcome* w
     if (!dead_.ok()) return dead_;  // e.g. the handshake already failed
     registration_.emplace();
     reply = registration_->get_future();
-    outbox_.push_back(wire::Encode(frame));
+    if (ha_) {
+      // Sent to each member in turn until the leader has it (link_failover.cc).
+      register_request_ = request;
+      hello_ = wire::Encode(frame);
+      attaching_ = true;
+    } else {
+      outbox_.push_back(wire::Encode(frame));
+    }
   }
   Wake();
   if (reply.wait_until(deadline) != std::future_status::ready) {
     std::lock_guard<std::mutex> lock(mu_);
     registration_.reset();
+    attaching_ = false;
+    std::string where = endpoint_;
+    if (ha_) {
+      where.clear();
+      for (const std::string& e : endpoints_) where += (where.empty() ? "" : ", ") + e;
+    }
     return Status(Code::kCoordinatorLost,
-                  "coordinator lost: no answer to the registration from " + endpoint_ +
+                  "coordinator lost: no answer to the registration from " + where +
                       " before the deadline (is tuttid running there?)");
   }
   Answer answer = reply.get();
@@ -172,6 +210,8 @@ Status CoordinatorLink::Register(const wire::Register& request, wire::Welcome* w
   {
     std::lock_guard<std::mutex> lock(mu_);
     registered_ = true;
+    slot_ = welcome->members().empty() ? request.rank() : welcome->slot();
+    job_secret_ = welcome->job_secret();
     epoch_ = welcome->coordinator_epoch();
     membership_epoch_ = welcome->membership_epoch();
     heartbeat_interval_ = std::chrono::milliseconds(std::max<int64_t>(welcome->heartbeat_interval_ms(), 1));
@@ -292,6 +332,7 @@ void CoordinatorLink::ForgetSet(int32_t set_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     announced_.DropSet(set_id);
+    progress_.erase(set_id);
     fast_.Leave(set_id);
   }
   fast_cv_.notify_all();
@@ -326,6 +367,7 @@ void CoordinatorLink::Flush(bool announcements) {
   std::vector<std::string> frames;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (attaching_) return;  // only the hello goes until the leader answers it (Attempt)
     // Announcements go first: a thread that submitted and then asked for a set change expects the
     // coordinator to see them in that order, so a pending message cuts the window short.
     if (!announced_.empty() && (announcements || !outbox_.empty())) {
@@ -345,8 +387,11 @@ void CoordinatorLink::Flush(bool announcements) {
     // backpressure announcements need; it gives up once the link is dead or stopping, since a
     // DEALER whose connection failed its handshake has no pipe left and would wait forever.
     while (!socket_.send(zmq::buffer(bytes), zmq::send_flags::none)) {
+      // An HA group's link with no connection: the failover takes over (what was unsent is
+      // announced again once the job resumed).
+      if (ha_) OnMonitorEvent();
       std::lock_guard<std::mutex> lock(mu_);
-      if (!dead_.ok() || stopping_) return;
+      if (!dead_.ok() || stopping_ || attaching_) return;
     }
   }
 }
@@ -357,6 +402,10 @@ void CoordinatorLink::Run() {
                              {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
   while (true) {
     auto wait = KeepAlive();
+    if (ha_) {
+      const auto attempt = Attempt();
+      if (attempt.count() >= 0 && (wait.count() < 0 || attempt < wait)) wait = attempt;
+    }
     // Announcements waiting for the batching window to close: wake when it does.
     if (cycle_time_.count() > 0) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -398,6 +447,10 @@ void CoordinatorLink::Run() {
       if (!frame.ParseFromArray(message.data(), static_cast<int>(message.size())) ||
           frame.magic() != wire::kMagic)
         continue;  // not from a tutti coordinator; nothing sensible to do with it
+      // An HA group's deposed leader may still speak (it was frozen): its term is lower. A
+      // standby's frames, and a lone tuttid's, carry none.
+      if (frame.term() != 0 && frame.term() < term_) continue;
+      term_ = std::max(term_, frame.term());
       if (frame.has_execute()) {
         Counters::Add(counters_->execute_messages, 1);
         Counters::Add(counters_->execute_bytes, message.size());

@@ -9,9 +9,17 @@
 // Liveness: once welcomed, the I/O thread itself sends a Heartbeat every interval (so a wedged
 // I/O thread stops them), and declares the coordinator lost after a lease of silence.
 //
+// HA groups (docs/high-availability.md): `endpoint` may list several tuttids, comma-separated.
+// The link registers with whichever leads (a standby answers with a Redirect), and when it loses
+// it (the connection closed, a lease of silence, a Redirect) it does not die: it looks for the
+// leader among the endpoints and resumes the job there (Resume), handing over where each set's
+// stream is; meanwhile requests wait, set changes in flight fail, and the members' fast path
+// runs on. It dies only if no leader takes the job back within kFailoverTimeout.
+//
 // Files: coordinator_link.cc (calls, framing, the I/O loop), link_dispatch.cc (what tuttid says,
 // the link's death), link_liveness.cc (heartbeats, the lease, the handshake monitor),
-// link_fast_path.cc (the books of sets on their members' fast path).
+// link_fast_path.cc (the books of sets on their members' fast path), link_failover.cc (finding
+// the HA group's leader and resuming there).
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +28,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <future>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -157,7 +166,27 @@ class CoordinatorLink {
   // Heartbeat and lease bookkeeping; returns how long the next poll may sleep.
   std::chrono::milliseconds KeepAlive();
 
-  const std::string endpoint_;
+  // HA groups (link_failover.cc). All on the I/O thread.
+  // The coordinator is lost (`why`): look for the leader, `target` first if it names one.
+  void StartFailover(const std::string& why, const std::string& target);
+  // Sends the hello (Register or Resume) to the endpoint tried now, moves on to the next when
+  // it does not connect, and gives up at the failover deadline. Returns how long the poll may
+  // sleep (-1: nothing to do).
+  std::chrono::milliseconds Attempt();
+  // Moves to `target` (an endpoint, or "" for the next in the list), after `delay`.
+  void TryNext(const std::string& target, std::chrono::milliseconds delay);
+  // A standby answered: go where it says.
+  void OnRedirect(const wire::Redirect& redirect);
+  // The leader took the job back: the sets' caches and what is unanswered go to it.
+  void OnResumed();
+  // The Resume frame: the registration, the slot and every set's progress. Caller holds mu_.
+  std::string BuildResume() const;
+  // An Execute arrived (before Apply resolved it): the set's progress. Caller holds mu_.
+  void RecordProgress(const wire::Execute& execute);
+
+  const std::vector<std::string> endpoints_;  // an HA group's members; one for a lone tuttid
+  const bool ha_;                             // more than one endpoint
+  std::string endpoint_;                      // the one talked to now (I/O thread; mu_ to read)
   LinkListener* const listener_;
   Counters* const counters_;
   const std::chrono::microseconds cycle_time_;
@@ -184,11 +213,31 @@ class CoordinatorLink {
 
   bool listener_ready_ = false;  // ListenerReady() was called
 
+  // HA groups: the registration and Welcome fields a Resume repeats, and each set's progress.
+  wire::Register register_request_;
+  int32_t slot_ = -1;
+  std::string job_secret_;
+  struct Progress {
+    uint64_t executes = 0;            // Executes received: the next seq expected
+    std::deque<std::string> recent;   // the last few, serialized as received
+  };
+  std::map<int32_t, Progress> progress_;
+  // Waiting for the answer to hello_ (a Welcome, or Resumed after a failover): nothing else is
+  // sent meanwhile.
+  bool attaching_ = false;
+  std::string hello_;          // the frame each attempt sends first (Register, then Resume)
+
   // I/O thread only.
   transport::Clock::time_point last_received_, last_heartbeat_, last_loop_;
   bool welcomed_ = false;          // the registration was answered with a Welcome
   std::vector<wire::Frame> held_;  // for the listener, after the Welcome, before ListenerReady()
   bool death_held_ = false;        // the link died before ListenerReady(): OnLinkDead pending
+  // HA attempts: which endpoint, whether the hello left and the connection came up, and when to
+  // move on; the highest leader term heard (frames of lower terms are dropped).
+  size_t current_ = 0;
+  bool connecting_ = false, connected_ = false, hello_sent_ = false;
+  transport::Clock::time_point attempt_at_, attempt_started_, failover_deadline_;
+  uint64_t term_ = 0;
 
   std::atomic<uint64_t> next_request_id_{1};
   std::thread thread_;

@@ -78,6 +78,10 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
       }
       const Status refused = frame.has_refusal() ? wire::ToStatus(frame.refusal().error()) : Status();
       const bool welcome = frame.has_welcome();
+      if (welcome) {
+        std::lock_guard<std::mutex> lock(mu_);
+        attaching_ = false;
+      }
       if (AnswerRegistration(Answer{Status(), std::move(frame)})) {
         welcomed_ = welcome;
         return;
@@ -106,6 +110,7 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
       {
         std::lock_guard<std::mutex> lock(mu_);
         wire::Execute& execute = *frame.mutable_execute();
+        if (ha_) RecordProgress(execute);  // as received: Apply fills in names
         status = announced_.Apply(&execute);
         // The grant: from here on the set's submissions wait in its book. What this rank
         // announced and tuttid has not answered is unsent or in flight (tuttid had nothing of
@@ -155,6 +160,12 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
       listener_->OnCommId(relayed.set_id(), relayed.device_group(), relayed.id());
       return;
     }
+    case wire::Frame::kRedirect:
+      if (ha_) OnRedirect(frame.redirect());
+      return;
+    case wire::Frame::kResumed:
+      if (ha_) OnResumed();
+      return;
     default:
       return;  // nothing else is sent to ranks
   }

@@ -36,6 +36,10 @@ class LinkListener {
   virtual void OnRanksWaiting(int32_t count) = 0;
   // The NCCL unique id of (set, device group), relayed from the set's first member.
   virtual void OnCommId(int32_t set_id, int32_t device_group, const std::string& id) = 0;
+  // HA groups (docs/high-availability.md): the link lost its coordinator and looks for the
+  // group's leader (`resumed` false), or the job runs again under it (true). For the log only:
+  // requests simply wait meanwhile.
+  virtual void OnFailover(bool resumed, const std::string& what) = 0;
   // The link is dead for good (coordinator lost or stopping, this rank evicted, tuttid restarted,
   // a refused handshake): everything pending and everything later fails with `status`.
   virtual void OnLinkDead(const Status& status) = 0;

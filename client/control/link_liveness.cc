@@ -13,7 +13,7 @@ std::chrono::milliseconds CoordinatorLink::KeepAlive() {
   const auto now = transport::Clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!registered_ || !dead_.ok()) {
+    if (!registered_ || !dead_.ok() || attaching_) {
       // The loop's time is kept before registration too: a process frozen between the Welcome
       // and this thread's next turn must be seen to have overslept, not to have heard nothing.
       last_loop_ = now;
@@ -32,6 +32,11 @@ std::chrono::milliseconds CoordinatorLink::KeepAlive() {
   }
   last_loop_ = now;
   if (now - last_received_ >= lease) {
+    if (ha_) {
+      StartFailover("no message from " + endpoint_ + " for " + std::to_string(lease.count()) + " ms",
+                    "");
+      return milliseconds(0);
+    }
     Die(Status(Code::kCoordinatorLost,
                "coordinator lost: no message from " + endpoint_ + " for " +
                    std::to_string(lease.count()) + " ms"));
@@ -56,6 +61,18 @@ void CoordinatorLink::OnMonitorEvent() {
     uint32_t value;
     std::memcpy(&id, event.data(), sizeof(id));
     std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof(value));
+    if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED || id == ZMQ_EVENT_DISCONNECTED) {
+      // Only about the endpoint talked to now: one left behind may still report its end.
+      if (address.to_string() != endpoint_) continue;
+      bool attached;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        attached = registered_ && dead_.ok() && !attaching_ && !stopping_;
+      }
+      if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) connected_ = true;
+      else if (attached) StartFailover("the connection to " + endpoint_ + " closed", "");
+      continue;
+    }
     Status status;
     if (id == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
       status = Status(Code::kAuthFailed,

@@ -57,6 +57,11 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
                                   Clock::time_point now, Outbox* out) {
   const std::string& peer = source.peer;
   if (policy_.metrics) policy_.metrics->FrameReceived(size);
+  if (ha_ && !leading_) {
+    // A standby serves nothing: whatever a rank sends, it learns where to go.
+    out->push_back({peer, frames::Redirect(leader_, term_)});
+    return;
+  }
   wire::Frame frame;
   Status status = DecodeClientFrame(data, size, &frame);
   if (!status.ok()) {
@@ -84,10 +89,12 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
                     out);
     }
     if (frame.has_register_()) return HandleRegister(source, frame.register_(), now, out);
+    if (frame.has_resume()) return HandleResume(source, frame.resume(), now, out);
     Refuse(peer, "", -1, Status(Code::kInvalidArgument, "register before sending anything else"),
            out);
     return;
   }
+  if (frame.has_resume()) return HandleResume(source, frame.resume(), now, out);
   Job& job = JobOf(member->second);
   const int32_t rank = member->second.rank;
   if (frame.has_register_()) {
@@ -141,6 +148,7 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
         job.Join(rank, frame.join(), now, out);
       break;
     case wire::Frame::kCommId: job.CommId(rank, frame.comm_id(), out); break;
+    case wire::Frame::kCacheState: job.CacheState(rank, frame.cache_state(), out); break;
     case wire::Frame::kAbort:
       job.Abort(rank, now, out);
       CollectEvicted(job);
@@ -296,6 +304,7 @@ void CoordinatorCore::DropJob(std::string id, uint64_t key) {
   // Tombstones outlive the generation: a rank frozen past the end of its job still learns that
   // it was evicted when it wakes (CollectEvicted bounds how many are kept).
   it->second.erase(generation);  // `id` is a copy: it may have been the job's own id()
+  if (ha_) changed_records_.insert(id);  // its record goes once no generation runs
   if (it->second.empty()) {
     job_address_.erase(id);
     jobs_.erase(it);

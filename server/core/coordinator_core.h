@@ -7,7 +7,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -79,6 +81,21 @@ class CoordinatorCore {
 
   size_t job_count() const { return jobs_.size(); }
 
+  // High availability (coordinator_ha.cc, docs/high-availability.md). Off unless EnableHa: then
+  // the core keeps every job's record for etcd, takes ranks back with Resume, and serves only
+  // while it leads.
+  void EnableHa(std::function<bool()> may_release);
+  bool ha() const { return ha_; }
+  // This instance now leads with `term` (`self`: its own endpoint, for redirects), or is a
+  // standby of `leader` ("" if none is known). A leader that stops leading forgets its jobs
+  // without a word to their ranks: they resume with the new leader.
+  void SetRole(bool leading, const std::string& self_or_leader, uint64_t term);
+  bool leading() const { return !ha_ || leading_; }
+  // The job records etcd holds (job id -> JobRecord::ToJson), read by a new leader first.
+  void LoadRecords(std::map<std::string, std::string> records);
+  // Records written or erased since the last call, for etcd: (job id, record; empty: erase).
+  std::vector<std::pair<std::string, std::string>> TakeRecordChanges();
+
  private:
   struct Member {
     std::string job;
@@ -91,6 +108,8 @@ class CoordinatorCore {
 
   void HandleRegister(const Source& source, const wire::Register& msg, Clock::time_point now,
                       Outbox* out);
+  void HandleResume(const Source& source, const wire::Resume& msg, Clock::time_point now,
+                    Outbox* out);
   // Refuses `peer` (counted in the metrics and the recent errors).
   void Refuse(const std::string& peer, const std::string& job, int32_t rank, const Status& status,
               Outbox* out);
@@ -132,6 +151,14 @@ class CoordinatorCore {
   static constexpr size_t kMaxTombstones = 1 << 16;
   std::map<std::string, Tombstone> evicted_;
   std::deque<std::string> evicted_order_;  // oldest first
+
+  // High availability.
+  bool ha_ = false;
+  bool leading_ = false;
+  std::string leader_;  // this instance's endpoint while it leads, else the leader's
+  uint64_t term_ = 0;
+  std::map<std::string, std::string> records_;  // job id -> record, as etcd holds them
+  std::set<std::string> changed_records_;       // job ids whose record changed (Policy)
 };
 
 }  // namespace tutti::server

@@ -1,11 +1,20 @@
 #include "server/core/frames.h"
 
+#include <atomic>
+
 #include "proto/status_codec.h"
 
 namespace tutti::server::frames {
 namespace {
 
-Payload Encoded(wire::Frame& frame) { return std::make_shared<const std::string>(wire::Encode(frame)); }
+// The HA leader's term (0 outside a group): one per process, since a process runs at most one
+// coordinator that is part of a group; set by the event loop, read by the same thread.
+std::atomic<uint64_t> g_term{0};
+
+Payload Encoded(wire::Frame& frame) {
+  frame.set_term(g_term.load(std::memory_order_relaxed));
+  return std::make_shared<const std::string>(wire::Encode(frame));
+}
 
 }  // namespace
 
@@ -116,6 +125,22 @@ Payload Counters(uint64_t request_id, wire::CoordinatorCounters counters) {
   wire::Frame frame;
   *frame.mutable_coordinator_counters() = std::move(counters);
   frame.mutable_coordinator_counters()->set_request_id(request_id);
+  return Encoded(frame);
+}
+
+void SetTerm(uint64_t term) { g_term.store(term, std::memory_order_relaxed); }
+uint64_t Term() { return g_term.load(std::memory_order_relaxed); }
+
+Payload Redirect(const std::string& leader, uint64_t term) {
+  wire::Frame frame;
+  frame.mutable_redirect()->set_leader(leader);
+  frame.mutable_redirect()->set_term(term);
+  return Encoded(frame);
+}
+
+Payload Resumed() {
+  wire::Frame frame;
+  frame.mutable_resumed()->set_term(Term());
   return Encoded(frame);
 }
 

@@ -90,4 +90,12 @@ Payload Counters(uint64_t request_id, wire::CoordinatorCounters counters);
 // The echo of a rank's heartbeat.
 Payload Heartbeat();
 
+// High availability (docs/high-availability.md). Every frame built after SetTerm carries `term`.
+void SetTerm(uint64_t term);
+uint64_t Term();
+// A standby's answer to any frame: `leader` leads (empty: none yet) with `term`.
+Payload Redirect(const std::string& leader, uint64_t term);
+// A resumed job runs again under this leader (sent after the catch-up Executes).
+Payload Resumed();
+
 }  // namespace tutti::server::frames

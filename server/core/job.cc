@@ -86,6 +86,7 @@ void Job::SetRemove(int32_t rank, const wire::SetRemove& msg, Clock::time_point 
 }
 
 void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
+  if (!events.activated.empty() || !events.removed.empty()) RecordChanged();
   for (int32_t id : events.activated) {
     const std::vector<int32_t>* ranks = nullptr;
     (void)sets_.Members(id, &ranks);
@@ -194,6 +195,9 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, uint64
 }
 
 void Job::FlushReleased(Outbox* out) {
+  // An HA leader that may no longer hold its lease releases nothing (its fence): the responses
+  // wait here until it renews, or it steps down and the ranks resume elsewhere.
+  if (policy_.may_release && !released_.empty() && !policy_.may_release()) return;
   for (auto& [set_id, responses] : released_) {
     auto it = negotiators_.find(set_id);
     if (it != negotiators_.end()) SendExecute(set_id, it->second, std::move(responses), out);

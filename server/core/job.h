@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "proto/protocol.h"
 #include "server/core/frames.h"
+#include "server/core/job_record.h"
 #include "server/core/negotiator.h"
 #include "server/core/process_set_table.h"
 
@@ -39,6 +41,11 @@ class Job {
     // How long a rank reported by a peer (PeerReport) has to echo tuttid's Probe before it is
     // declared lost (docs/elastic.md, "Detection").
     int64_t probe_timeout_ms = 50;
+    // High availability (docs/high-availability.md): releases wait while this says no (the HA
+    // leader's fence; null: never), and the ids of jobs whose record changed go here (null: no
+    // records are kept).
+    std::function<bool()> may_release;
+    std::set<std::string>* changed_records = nullptr;
   };
 
   // `membership_epoch`: which generation of job `id` this is (docs/lifecycle.md).
@@ -131,6 +138,23 @@ class Job {
   // Routing ids of ranks declared lost since the last call, with what to tell them if they speak.
   std::vector<std::pair<std::string, Status>> TakeEvicted();
 
+  // High availability (job_resume.cc, docs/high-availability.md).
+  // What etcd keeps of the job.
+  JobRecord Record() const;
+  // Makes this new generation the resumption of `record` under a new leader: its ranks come back
+  // with Resume, and once all did the job runs on where it was, without a rendezvous.
+  void ExpectResume(JobRecord record);
+  bool resuming() const { return resume_.has_value(); }
+  // `peer` resumes slot msg.slot(). Errors concern this rank alone, like Register's.
+  Status Resume(const std::string& peer, const wire::Resume& msg, Clock::time_point now,
+                int32_t* slot, Outbox* out);
+  // A resumed rank's response cache and fast-path state of one set.
+  void CacheState(int32_t rank, const wire::CacheState& msg, Outbox* out);
+  // Some ranks lost this leader and came back with Resume: every other live rank is told to
+  // resume too (a Redirect naming `leader`, this instance), and the job starts over as a
+  // resumption.
+  void AskToResume(const std::string& leader, uint64_t term, Outbox* out) const;
+
   // For the status page: ranks, hosts, sets and their pending tensors (at most
   // `pending_per_set` each, oldest first).
   nlohmann::json Describe(Clock::time_point now, size_t pending_per_set) const;
@@ -145,6 +169,16 @@ class Job {
  private:
   // The rendezvous (job_rendezvous.cc).
   void Welcome(Clock::time_point now, Outbox* out);
+  // The job's settings from its ranks' registrations: fusion, cache, fast path, stall
+  // thresholds, elasticity.
+  void DecideSettings();
+  // A resumption's last rank came back (job_resume.cc): sets from the record, the Executes that
+  // catch lagging members up, then Resumed to every rank.
+  void FinishResume(Clock::time_point now, Outbox* out);
+  // The job's record must be written again.
+  void RecordChanged() {
+    if (policy_.changed_records) policy_.changed_records->insert(id_);
+  }
   void RefuseAll(Code code, const std::string& message, Outbox* out);
   // The world did not gather by the deadline: every registrant is refused, naming who is missing.
   void TimeOutRendezvous(Outbox* out);
@@ -336,6 +370,12 @@ class Job {
   std::map<int32_t, Negotiator> negotiators_;  // one per active set
   PendingBudget budget_;                       // shared by negotiators_
   std::map<int32_t, std::vector<JoinWaiter>> joins_;  // by set
+  // A resumption (job_resume.cc): the record it resumes, and each rank's progress per set.
+  struct ResumeState {
+    JobRecord record;
+    std::map<int32_t, std::vector<wire::SetProgress>> progress;  // by slot
+  };
+  std::optional<ResumeState> resume_;
 };
 
 }  // namespace tutti::server

@@ -44,6 +44,7 @@ Status Job::Stale(uint64_t sender_epoch, int32_t set_id) const {
 }
 
 void Job::Reform(int32_t rank, const Status& why, bool orderly, Outbox* out) {
+  RecordChanged();  // the record now says the job cannot be resumed
   state_[rank] = RankState::kLost;
   ++gone_;
   if (!orderly && policy_.metrics) policy_.metrics->RankLost();

@@ -109,6 +109,7 @@ void Job::AdmitBeforeWorldAnnounce(int32_t rank, const wire::Announce& msg, uint
 }
 
 void Job::Admit(Clock::time_point now, Outbox* out) {
+  RecordChanged();  // the record now says the job cannot be resumed
   // What the old epoch released goes out before its mark (a registration or an announcement in
   // the same batch of frames may admit).
   FlushReleased(out);

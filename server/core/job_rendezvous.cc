@@ -71,7 +71,10 @@ Status Job::Register(const std::string& peer, const wire::Register& msg, Clock::
   }
   peer_of_rank_[msg.rank()] = peer;
   *slot = msg.rank();
-  if (++registered_ == size_) Welcome(now, out);
+  if (++registered_ == size_) {
+    if (resume_) FinishResume(now, out);
+    else Welcome(now, out);
+  }
   return Status::Ok();
 }
 
@@ -106,27 +109,7 @@ void Job::Welcome(Clock::time_point now, Outbox* out) {
   Status status = sets_.DefineStatic(lists, &ids);
   if (!status.ok()) return RefuseAll(status.code(), status.message(), out);
 
-  // Fusion and cache sizes: the smallest any rank asked for, so that a rank that disabled them
-  // is obeyed. Stall thresholds: rank 0's, else tuttid's.
-  fusion_threshold_ = registrations_[0]->fusion_threshold();
-  int64_t capacity = registrations_[0]->cache_capacity();
-  for (int32_t r = 1; r < size_; ++r) {
-    fusion_threshold_ = std::min(fusion_threshold_, registrations_[r]->fusion_threshold());
-    capacity = std::min<int64_t>(capacity, registrations_[r]->cache_capacity());
-  }
-  cache_capacity_ = static_cast<uint32_t>(std::max<int64_t>(capacity, 0));
-  // The members' fast path needs the cache, and any rank may turn it off.
-  fast_path_ = cache_capacity_ > 0;
-  for (int32_t r = 0; r < size_; ++r)
-    if (registrations_[r]->no_fast_path()) fast_path_ = false;
-  auto threshold = [](int64_t asked, int64_t fallback) {
-    const int64_t ms = asked == 0 ? fallback : asked < 0 ? 0 : asked;
-    return std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(ms));
-  };
-  stall_warning_ = threshold(registrations_[0]->stall_warning_ms(), policy_.stall_warning_ms);
-  stall_shutdown_ = threshold(registrations_[0]->stall_shutdown_ms(), policy_.stall_shutdown_ms);
-  const wire::Register& first = *registrations_[0];
-  elastic_ = Elastic{first.elastic(), first.min_size(), first.max_size(), first.elastic_timeout_ms()};
+  DecideSettings();
 
   const std::vector<int32_t>* world = nullptr;
   (void)sets_.Members(0, &world);
@@ -154,6 +137,7 @@ void Job::Welcome(Clock::time_point now, Outbox* out) {
     out->push_back(welcomes.To(peer_of_rank_[r], own));
   }
   welcomed_ = true;
+  RecordChanged();
   for (int32_t r = 0; r < size_; ++r) slot_of_claim_[r] = r;
   if (policy_.metrics) policy_.metrics->JobStarted();
   // Leases start now: a rank that waited long at the rendezvous is not late.
@@ -173,6 +157,30 @@ void Job::Welcome(Clock::time_point now, Outbox* out) {
     if (status.ok()) late_members_.emplace_back(e.peer, slot);
     else out->push_back({e.peer, frames::Refusal(status)});
   }
+}
+
+void Job::DecideSettings() {
+  // Fusion and cache sizes: the smallest any rank asked for, so that a rank that disabled them
+  // is obeyed. Stall thresholds: rank 0's, else tuttid's.
+  fusion_threshold_ = registrations_[0]->fusion_threshold();
+  int64_t capacity = registrations_[0]->cache_capacity();
+  for (int32_t r = 1; r < size_; ++r) {
+    fusion_threshold_ = std::min(fusion_threshold_, registrations_[r]->fusion_threshold());
+    capacity = std::min<int64_t>(capacity, registrations_[r]->cache_capacity());
+  }
+  cache_capacity_ = static_cast<uint32_t>(std::max<int64_t>(capacity, 0));
+  // The members' fast path needs the cache, and any rank may turn it off.
+  fast_path_ = cache_capacity_ > 0;
+  for (int32_t r = 0; r < size_; ++r)
+    if (registrations_[r]->no_fast_path()) fast_path_ = false;
+  auto threshold = [](int64_t asked, int64_t fallback) {
+    const int64_t ms = asked == 0 ? fallback : asked < 0 ? 0 : asked;
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(ms));
+  };
+  stall_warning_ = threshold(registrations_[0]->stall_warning_ms(), policy_.stall_warning_ms);
+  stall_shutdown_ = threshold(registrations_[0]->stall_shutdown_ms(), policy_.stall_shutdown_ms);
+  const wire::Register& first = *registrations_[0];
+  elastic_ = Elastic{first.elastic(), first.min_size(), first.max_size(), first.elastic_timeout_ms()};
 }
 
 void Job::DescribePeer(int32_t slot, wire::Peer* peer) const {
@@ -224,6 +232,12 @@ void Job::TimeOutRendezvous(Outbox* out) {
   for (int32_t r = 0; r < size_; ++r)
     if (!registrations_[r]) missing.push_back(r);
   // The first generation is the job as users know it; later ones are named (docs/lifecycle.md).
+  if (resume_)
+    return RefuseAll(Code::kCoordinatorLost,
+                     fmt::format("coordinator lost: job '{}' could not resume under the new HA "
+                                 "leader: ranks {} did not come back within {} ms",
+                                 id_, FormatRanks(missing), rendezvous_timeout_ms_),
+                     out);
   const std::string generation =
       membership_epoch_ > 1 ? fmt::format(" (membership epoch {})", membership_epoch_) : "";
   RefuseAll(Code::kTimeout,

@@ -126,6 +126,31 @@ Status ValidateTensorSpec(const wire::TensorSpec& spec) {
   return Status::Ok();
 }
 
+// A resuming rank hands over at most this many Executes per set (client/control/link_resume.cc
+// keeps 8): members lag by at most the Executes one loop turn sent when the leader died.
+constexpr int kMaxRecentExecutes = 64;
+
+Status ValidateResume(const wire::Resume& r) {
+  Status status = ValidateRegister(r.register_());
+  if (!status.ok()) return status;
+  if (r.slot() < 0 || r.slot() >= r.register_().size())
+    return Invalid(fmt::format("resume: slot {} outside [0, {})", r.slot(), r.register_().size()));
+  for (const auto& set : r.sets())
+    if (set.recent_size() > kMaxRecentExecutes)
+      return Invalid(fmt::format("resume: {} recent Executes for set {} (at most {})",
+                                 set.recent_size(), set.set_id(), kMaxRecentExecutes));
+  return Status::Ok();
+}
+
+Status ValidateCacheState(const wire::CacheState& c) {
+  for (const auto& cached : c.slots()) {
+    if (cached.slot() >= (1u << 20)) return Invalid(fmt::format("cache state: slot {} too large", cached.slot()));
+    Status status = ValidateTensorSpec(cached.spec());
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
+}
+
 Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
   if (size > static_cast<size_t>(wire::kMaxFrameBytes))
     return Invalid(fmt::format("frame of {} bytes exceeds the limit of {}", size,
@@ -148,6 +173,8 @@ Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
     case wire::Frame::kJoin:
       if (frame->join().timeout_ms() < 0) return Invalid("join: negative timeout");
       return CheckTimeoutLimit("join: timeout", frame->join().timeout_ms());
+    case wire::Frame::kResume: return ValidateResume(frame->resume());
+    case wire::Frame::kCacheState: return ValidateCacheState(frame->cache_state());
     case wire::Frame::kBye:
     case wire::Frame::kHeartbeat:
     // Checked against its set by the job (Job::CommId), whose refusal names the set.

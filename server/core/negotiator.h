@@ -130,6 +130,9 @@ class Negotiator {
   // nothing else waits here, no member joined, and the cache's priorities agree.
   uint64_t MaybeGrant(uint64_t seq, bool all_ok);
   size_t fast_path_members() const { return fast_.members_on; }
+  // A resumed job (docs/high-availability.md): member `rank` reports the set's cache as it holds
+  // it and the fast-path generation it runs (0: none), as the members' CacheState says.
+  Status RestoreState(int32_t rank, const wire::CacheState& state);
 
   // Sequence number for the next Execute sent to this set's members.
   uint64_t TakeSeq() { return next_seq_++; }

@@ -40,4 +40,29 @@ uint64_t Negotiator::MaybeGrant(uint64_t seq, bool all_ok) {
   return fast_.generation;
 }
 
+Status Negotiator::RestoreState(int32_t rank, const wire::CacheState& state) {
+  if (!contains(rank))
+    return Status(Code::kInvalidArgument,
+                  fmt::format("cache state of process set {} from rank {}, not a member", set_id_, rank));
+  const size_t index = IndexOf(rank);
+  for (const wire::CachedSpec& cached : state.slots()) {
+    if (cached.joined()) continue;  // it announced nothing: the slot keeps the others' spec
+    TUTTI_RETURN_IF_ERROR(cache_.Restore(index, cached.slot(), cached.spec()));
+  }
+  if (state.fast_path() == 0) return Status::Ok();
+  // Every member went through the same Executes (the resume caught up the ones that lagged), so
+  // those still on the fast path report one generation; the first report opens it.
+  if (fast_.generation != state.fast_path() || fast_.on.empty()) {
+    fast_.generation = state.fast_path();
+    fast_.on.assign(members_.size(), false);
+    fast_.members_on = 0;
+    fast_.rounds.reset();
+  }
+  if (!fast_.on[index]) {
+    fast_.on[index] = true;
+    ++fast_.members_on;
+  }
+  return Status::Ok();
+}
+
 }  // namespace tutti::server

@@ -58,6 +58,23 @@ Status ProcessSetTable::DefineStatic(std::vector<std::vector<int32_t>> lists,
   return Status::Ok();
 }
 
+std::vector<std::pair<int32_t, std::vector<int32_t>>> ProcessSetTable::Existing() const {
+  std::vector<std::pair<int32_t, std::vector<int32_t>>> sets;
+  for (const auto& [id, entry] : live_)
+    if (entry.state != State::kAdding) sets.emplace_back(id, entry.ranks);
+  return sets;
+}
+
+void ProcessSetTable::Restore(const std::vector<std::pair<int32_t, std::vector<int32_t>>>& sets,
+                              int32_t next_id) {
+  for (const auto& [id, ranks] : sets) {
+    if (id == 0) continue;
+    live_[id] = Entry{ranks, State::kActive, {}};
+    by_ranks_[ranks] = id;
+  }
+  next_id_ = std::max(next_id_, next_id);
+}
+
 bool ProcessSetTable::Arrive(Entry* entry, const Waiter& waiter, Events* events, int32_t set_id) {
   for (const Waiter& w : entry->waiters) {
     if (w.rank == waiter.rank) {

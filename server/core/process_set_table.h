@@ -62,6 +62,14 @@ class ProcessSetTable {
   void Grow(const std::vector<int32_t>& added, const Status& status, Events* events);
   std::optional<Clock::time_point> NextDeadline() const;
 
+  // High availability (docs/high-availability.md). The sets a job record keeps: every set that
+  // exists (active, or being removed), world first, by id; and the id the next new set gets.
+  std::vector<std::pair<int32_t, std::vector<int32_t>>> Existing() const;
+  int32_t next_id() const { return next_id_; }
+  // A resumed job: installs `sets` (as Existing() gave them; the world is already there) as
+  // active sets and goes on numbering from `next_id`.
+  void Restore(const std::vector<std::pair<int32_t, std::vector<int32_t>>>& sets, int32_t next_id);
+
   // The sorted ranks of an active set, or kUnknownSet saying why there is none.
   Status Members(int32_t set_id, const std::vector<int32_t>** ranks) const;
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace tutti::server {
 
 ResponseCache::ResponseCache(size_t members, uint32_t capacity)
@@ -71,6 +73,43 @@ uint32_t ResponseCache::Assign(const std::vector<SpecRef>& variants,
   s.used_in_round = round_;
   by_name_[name] = slot;
   return slot;
+}
+
+Status ResponseCache::Restore(size_t index, uint32_t slot, const wire::TensorSpec& spec) {
+  if (slot >= capacity_ || index >= members_)
+    return Status(Code::kInvalidArgument,
+                  fmt::format("cache state: slot {} outside the cache of {} slots", slot, capacity_));
+  while (slots_.size() <= slot) {
+    free_.push_back(static_cast<uint32_t>(slots_.size()));
+    slots_.emplace_back();
+  }
+  Slot& s = slots_[slot];
+  auto announced = std::make_shared<const AnnouncedSpec>(spec);
+  if (s.state == State::kFree) {
+    free_.erase(std::find(free_.begin(), free_.end(), slot));
+    s.state = State::kLive;
+    s.name = spec.name();
+    s.published = true;
+    s.variants = {announced};
+    s.variant_of.clear();
+    s.lru = lru_.insert(lru_.end(), slot);
+    s.used_in_round = round_;
+    by_name_[s.name] = slot;
+    return Status::Ok();
+  }
+  if (s.state != State::kLive || s.name != spec.name())
+    return Status(Code::kMismatch,
+                  fmt::format("cache state: members hold slot {} as different tensors ('{}' and "
+                              "'{}')", slot, s.name, spec.name()));
+  if (SpecOf(s, index)->bytes == announced->bytes) return Status::Ok();
+  if (s.variant_of.empty()) s.variant_of.assign(members_, 0);
+  s.variants.push_back(announced);
+  s.variant_of[index] = static_cast<uint32_t>(s.variants.size() - 1);
+  if (!s.priorities_differ && spec.priority() != s.variants.front()->spec.priority()) {
+    s.priorities_differ = true;
+    ++priorities_differ_;
+  }
+  return Status::Ok();
 }
 
 bool ResponseCache::Published(uint32_t slot) const {

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/status.h"
 #include "proto/protocol.h"
 
 namespace tutti::server {
@@ -67,6 +68,13 @@ class ResponseCache {
   uint32_t Assign(const std::vector<SpecRef>& variants, const std::vector<uint32_t>& variant_of);
   // The same with one spec per member (consecutive equal ones shared).
   uint32_t Assign(const std::vector<const wire::TensorSpec*>& by_member);
+
+  // A job resumed under a new HA leader (docs/high-availability.md): member `index` holds `slot`
+  // as `spec` (its own announcement of the slot's tensor). The slot becomes live and published,
+  // like one assigned and told; a member that never reports it means the first reporter's spec.
+  // Fails if the slot is outside the capacity or holds another tensor's name. Evictions count
+  // from zero again, as the members' do once resumed.
+  Status Restore(size_t index, uint32_t slot, const wire::TensorSpec& spec);
 
   // Whether every member has been sent the slot's assignment, so responses may refer to it.
   bool Published(uint32_t slot) const;

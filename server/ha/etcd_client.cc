@@ -160,6 +160,32 @@ Status EtcdClient::Get(const std::string& key, std::optional<KeyValue>* found) {
   return Status::Ok();
 }
 
+Status EtcdClient::GetPrefix(const std::string& prefix, std::vector<KeyValue>* found) {
+  // etcd's prefix range: [prefix, prefix with its last byte incremented).
+  std::string end = prefix;
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+  if (end.empty()) end = std::string(1, '\0');
+  else end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+  std::string answer;
+  TUTTI_RETURN_IF_ERROR(Call("/v3/kv/range",
+                             json{{"key", Base64(prefix)}, {"range_end", Base64(end)}}.dump(),
+                             &answer));
+  found->clear();
+  try {
+    const json range = json::parse(answer);
+    auto kvs = range.find("kvs");
+    if (kvs == range.end()) return Status::Ok();
+    for (const json& item : *kvs) {
+      KeyValue kv;
+      TUTTI_RETURN_IF_ERROR(ParseKeyValue(item, &kv));
+      found->push_back(std::move(kv));
+    }
+  } catch (const std::exception& e) {
+    return Malformed(endpoint_, "/v3/kv/range", e.what());
+  }
+  return Status::Ok();
+}
+
 Status EtcdClient::Delete(const std::string& key) {
   std::string answer;
   return Call("/v3/kv/deleterange", json{{"key", Base64(key)}}.dump(), &answer);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -47,6 +48,8 @@ class EtcdClient {
   // The key's current value, or nullopt if it does not exist.
   Status Get(const std::string& key, std::optional<KeyValue>* found);
   Status Delete(const std::string& key);
+  // Every key that starts with `prefix` (at most a few thousand: one read, no paging).
+  Status GetPrefix(const std::string& prefix, std::vector<KeyValue>* found);
   // Puts `value` at `key` with `lease` only if the key does not exist (an election: the first
   // candidate creates it). *created says whether it did; *current is the key as it is after the
   // call (this candidate's value, or the holder's).

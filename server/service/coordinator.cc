@@ -7,6 +7,8 @@
 #include <cstring>
 #include <iterator>
 #include <random>
+#include <thread>
+#include <csignal>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -19,6 +21,7 @@
 #include "server/core/frames.h"
 #include "server/core/service_metrics.h"
 #include "server/security/zap_handler.h"
+#include "server/service/ha_member.h"
 #include "server/service/status_board.h"
 
 namespace tutti::server {
@@ -71,7 +74,7 @@ struct Coordinator::Impl {
   explicit Impl(const CoordinatorOptions& options)
       : options(options),
         timeline(OpenTimeline(options.timeline)),
-        core(options.rendezvous_timeout_ms, RandomEpoch(),
+        core(options.rendezvous_timeout_ms, options.epoch != 0 ? options.epoch : RandomEpoch(),
              Job::Policy{options.heartbeat_interval_ms, options.lease_ms, options.stall_warning_ms,
                          options.stall_shutdown_ms, timeline.get(),
                          static_cast<size_t>(options.max_pending_tensors), nullptr, nullptr,
@@ -80,6 +83,10 @@ struct Coordinator::Impl {
         socket(context, zmq::socket_type::router),
         monitor(context, zmq::socket_type::pair) {
     core.set_metrics(options.metrics);
+    if (options.ha) {
+      std::shared_ptr<HaMember> ha = options.ha;
+      core.EnableHa([ha] { return ha->MayRelease(); });
+    }
     core.set_address_limits(options.max_registrations_per_second, options.registration_burst,
                             static_cast<size_t>(options.max_rendezvous_jobs_per_address),
                             static_cast<size_t>(options.max_rendezvous_ranks_per_address));
@@ -140,6 +147,7 @@ struct Coordinator::Impl {
   // after they closed their sockets): info. A peer that is gone is reported to the core, which
   // declares a rank behind it lost at its next Tick.
   void Send(Outbox& out) {
+    if (options.test_die_mid_execute > 0) DieMidExecuteIfDue(out);
     for (Outgoing& o : out) {
       try {
         if (!socket.send(zmq::buffer(o.peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait) ||
@@ -166,6 +174,26 @@ struct Coordinator::Impl {
     }
   }
 
+  // The test hook of CoordinatorOptions::test_die_mid_execute.
+  void DieMidExecuteIfDue(const Outbox& out) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!frames::Decode(out[i]).has_execute() || (i > 0 && out[i - 1].frame == out[i].frame))
+        continue;
+      if (++executes_seen < options.test_die_mid_execute) continue;
+      size_t recipients = 0;
+      while (i + recipients < out.size() && out[i + recipients].frame == out[i].frame) ++recipients;
+      Outbox half(out.begin() + static_cast<std::ptrdiff_t>(i),
+                  out.begin() + static_cast<std::ptrdiff_t>(i + recipients / 2));
+      options.test_die_mid_execute = 0;  // Send below must not come back here
+      spdlog::warn("test hook: sending Execute {} to {} of its {} recipients, then dying",
+                   executes_seen, half.size(), recipients);
+      Send(half);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // ZeroMQ's I/O thread sends
+      raise(SIGKILL);
+    }
+  }
+  int64_t executes_seen = 0;
+
   // The ZeroMQ message of `o`: the shared frame, then the recipient's own part if any. Copied: an
   // Execute is a few KiB, and handing ZeroMQ's I/O thread our buffer instead would make it free
   // our memory through synchronization ThreadSanitizer cannot see (libzmq is not instrumented).
@@ -175,6 +203,18 @@ struct Coordinator::Impl {
     if (!o.own.empty())
       std::memcpy(static_cast<char*>(message.data()) + o.frame->size(), o.own.data(), o.own.size());
     return message;
+  }
+
+  // An HA group's member: takes the HA thread's role changes and hands it the job records to
+  // write. Called every turn of the loop; never waits for etcd.
+  void FollowHa() {
+    if (!options.ha) return;
+    if (auto role = options.ha->TakeChange()) {
+      if (role->leading) core.LoadRecords(std::move(role->records));
+      core.SetRole(role->leading, role->leader, role->term);
+    }
+    auto changes = core.TakeRecordChanges();
+    if (!changes.empty()) options.ha->Write(std::move(changes));
   }
 
   // Reads what is waiting (at most kMaxBatch frames, so that answers are never held back for
@@ -208,7 +248,7 @@ struct Coordinator::Impl {
     }
   }
 
-  const CoordinatorOptions options;
+  CoordinatorOptions options;  // test_die_mid_execute counts down
   zmq::context_t context{1};
   std::unique_ptr<ZapHandler> zap;  // with CURVE only; before the socket that relies on it
   std::unique_ptr<Timeline> timeline;  // before core, whose jobs record into it
@@ -234,7 +274,10 @@ void Coordinator::Run() {
   auto last_flush = Clock::now();
   // Upper bound on one poll: a missed wakeup never stalls deadlines for long, and the iteration
   // hook (the systemd watchdog) runs often enough.
-  const auto max_poll = std::chrono::milliseconds(std::max<int64_t>(s.options.max_iteration_gap_ms, 1));
+  // An HA member also looks at its role, and at releases its fence held, this often.
+  const auto max_poll =
+      s.options.ha ? std::chrono::milliseconds(std::clamp<int64_t>(s.options.max_iteration_gap_ms, 1, 50))
+                   : std::chrono::milliseconds(std::max<int64_t>(s.options.max_iteration_gap_ms, 1));
   std::vector<zmq::pollitem_t> items = {{s.socket.handle(), 0, ZMQ_POLLIN, 0},
                                         {nullptr, s.wakeup, ZMQ_POLLIN, 0}};
   const size_t status_item = items.size();
@@ -263,6 +306,7 @@ void Coordinator::Run() {
       continue;  // a signal: its handler called Stop(), seen on the next poll
     }
     if (items[1].revents & ZMQ_POLLIN) break;
+    s.FollowHa();
     if (s.zap && (items[zap_item].revents & ZMQ_POLLIN)) s.zap->HandleRequests();
     if (items[monitor_item].revents & ZMQ_POLLIN) {
       // Drain the events (two parts each); one check answers them all. The socket may still
@@ -286,9 +330,12 @@ void Coordinator::Run() {
     s.core.Flush(&out);
     s.core.Tick(Clock::now(), &out);
     s.Send(out);
+    s.FollowHa();
     if (s.options.status && (items[status_item].revents & ZMQ_POLLIN)) {
       s.core.UpdateGauges();
-      s.options.status->Publish(s.core.Describe(Clock::now()).dump());
+      nlohmann::json described = s.core.Describe(Clock::now());
+      if (s.options.ha) described["ha"] = s.options.ha->Describe();
+      s.options.status->Publish(described.dump());
     }
     // A service runs for weeks: keep its timeline file readable, at most one write a second.
     if (s.timeline && Clock::now() - last_flush >= kTimelineFlush) {
@@ -304,7 +351,9 @@ void Coordinator::Run() {
   // Tell every rank, so that their requests fail now rather than at the end of their lease. The
   // frames get a bounded time to leave before the socket closes.
   out.clear();
-  s.core.GoingAway(&out);
+  // An HA leader stops without a word to the ranks: they resume with the next leader, which the
+  // resignation (HaMember's destructor) lets win at once. A lone tuttid tells them it is gone.
+  if (!s.options.ha) s.core.GoingAway(&out);
   s.Send(out);
   s.socket.set(zmq::sockopt::linger, static_cast<int>(kGoodbyeLinger.count()));
   spdlog::info("coordinator stopping: told the ranks of {} jobs", s.core.job_count());

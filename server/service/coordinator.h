@@ -12,6 +12,7 @@
 
 namespace tutti::server {
 
+class HaMember;
 class ServiceMetrics;
 class StatusBoard;
 
@@ -50,6 +51,16 @@ struct CoordinatorOptions {
 
   // CURVE (docs/security.md): when set, the socket is a CURVE server and admits only listed keys.
   std::shared_ptr<const CurveServerKeys> curve;
+
+  // High availability (docs/high-availability.md): this coordinator is a member of `ha`'s group
+  // (null: a single tuttid, the default), serving only while it leads. `epoch`: the group's
+  // coordinator epoch (0: a random one of its own).
+  std::shared_ptr<HaMember> ha;
+  uint64_t epoch = 0;
+
+  // Tests only (TUTTID_TEST_DIE_MID_EXECUTE): at the n-th Execute frame, send it to the first
+  // half of its recipients and then die (SIGKILL), as a leader killed between two sends would.
+  int64_t test_die_mid_execute = 0;
 
   // Service hooks, all optional. `metrics` and `status` must outlive the coordinator;
   // `on_iteration` runs on the loop's thread at least every `max_iteration_gap_ms`.

@@ -6,8 +6,10 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
+#include <random>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -17,6 +19,7 @@
 #include "server/core/service_metrics.h"
 #include "server/security/curve_keys.h"
 #include "server/service/coordinator.h"
+#include "server/service/ha_member.h"
 #include "server/service/status_board.h"
 #include "server/service/status_server.h"
 #include "server/service/systemd_notifier.h"
@@ -40,6 +43,7 @@ struct Settings {
   std::string curve_secret_key_file, curve_clients_file;
   bool generate_keypair = false;
   bool exit_with_parent = false;
+  tutti::server::HaOptions ha;
 };
 
 // Numbers with a message that names the value, unlike CLI11's range checks.
@@ -153,6 +157,20 @@ void DefineOptions(CLI::App& app, Settings& s) {
                "stop once every job it has served has ended (all their ranks left, or the job "
                "failed): a job's own coordinator, started by one of its ranks")
       ->configurable(false);
+  app.add_option("--etcd", s.ha.etcd,
+                 "run as a member of an HA group coordinated through this etcd (a client URL, "
+                 "http://HOST:PORT); needs --ha-group (docs/high-availability.md)")
+      ->envname("TUTTID_ETCD");
+  app.add_option("--ha-group", s.ha.group,
+                 "the HA group's name: its members share one etcd prefix, /tutti/GROUP/")
+      ->envname("TUTTID_HA_GROUP");
+  app.add_option("--ha-advertise", s.ha.advertise,
+                 "this member's endpoint as ranks list it in TUTTI_COORDINATOR (default: the "
+                 "bound endpoint)");
+  app.add_option("--ha-ttl-seconds", s.ha.ttl_s,
+                 "the leader lease's TTL: a dead leader is replaced after about this long")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{2}, int64_t{60}));
   app.add_option("--log-level", s.log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
@@ -230,6 +248,27 @@ int main(int argc, char** argv) {
     options.curve = std::move(keys);
   }
 
+  if (settings.ha.etcd.empty() != settings.ha.group.empty()) {
+    spdlog::error("an HA group needs both --etcd and --ha-group (only {} is set)",
+                  settings.ha.etcd.empty() ? "--ha-group" : "--etcd");
+    return 2;
+  }
+  if (const char* die = std::getenv("TUTTID_TEST_DIE_MID_EXECUTE")) options.test_die_mid_execute = std::atoll(die);
+  std::shared_ptr<tutti::server::HaMember> ha;
+  if (!settings.ha.etcd.empty()) {
+    std::random_device device;
+    const uint64_t proposed = (uint64_t{device()} << 32) | device();
+    tutti::Status status =
+        tutti::server::HaMember::GroupEpoch(settings.ha, proposed | 1, &options.epoch);
+    if (!status.ok()) {
+      spdlog::error("HA group '{}': cannot read the group's epoch: {}", settings.ha.group,
+                    status.message());
+      return 1;
+    }
+    ha = std::make_shared<tutti::server::HaMember>(settings.ha);
+    options.ha = ha;
+  }
+
   try {
     tutti::server::SystemdNotifier notifier;
     tutti::server::ServiceMetrics metrics;
@@ -247,6 +286,7 @@ int main(int argc, char** argv) {
     g_coordinator = &coordinator;
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
+    if (ha) ha->Start(coordinator.endpoint());
     std::printf("tuttid listening on %s\n", coordinator.endpoint().c_str());
     if (http) std::printf("tuttid status page on %s/status\n", http->url().c_str());
     std::fflush(stdout);

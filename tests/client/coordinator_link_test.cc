@@ -49,6 +49,9 @@ class RecordingListener : public LinkListener {
   void OnRanksWaiting(int32_t) override {}
   void OnCommId(int32_t, int32_t, const std::string&) override { Record([&] { ++comm_ids; }); }
   void OnLinkDead(const Status& status) override { Record([&] { dead.push_back(status); }); }
+  void OnFailover(bool resumed, const std::string&) override {
+    Record([&] { (resumed ? resumptions : failovers) += 1; });
+  }
 
   // Waits until `done` holds (checked under the lock), at most kPatience.
   bool WaitUntil(const std::function<bool()>& done) {
@@ -56,6 +59,7 @@ class RecordingListener : public LinkListener {
     return cv.wait_for(lock, kPatience, done);
   }
 
+  int failovers = 0, resumptions = 0;
   struct Refused {
     int32_t set_id;
     std::string name;

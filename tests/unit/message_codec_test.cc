@@ -72,7 +72,7 @@ TEST(MessageCodec, RefusesOtherProtocolVersions) {
   frame.set_magic(wire::kMagic);
   frame.set_version(wire::kProtocolVersion + 1);
   ExpectError(Decode(frame, /*stamp=*/false), Code::kVersionMismatch,
-              "version mismatch: client 6, coordinator 5");
+              "version mismatch: client 7, coordinator 6");
 }
 
 TEST(MessageCodec, ChecksRegistrationRanges) {
