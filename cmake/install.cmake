@@ -1,6 +1,7 @@
 # `cmake --install <build> [--prefix P]`: libtutti.so with its SONAME links, tutti.h, a CMake
 # package (find_package(tutti 0.2) -> tutti::tutti), tutti.pc, tuttid and tuttirun, the Python
-# package, and the systemd unit and example configuration when packaging/ has them.
+# package, the Grafana dashboard, and the systemd unit and example configuration when packaging/
+# has them.
 # Included at the end of the top-level CMakeLists.txt, after every target exists. docs/install.md.
 include(${CMAKE_CURRENT_LIST_DIR}/install_dirs.cmake)
 include(CMakePackageConfigHelpers)
@@ -45,6 +46,10 @@ install(FILES ${_tutti_package_dir}/tuttiConfig.cmake ${_tutti_package_dir}/tutt
 # Neither links libtutti.so (both use the static tutti_server) and they need no RPATH: CMake
 # drops the build-tree RPATH when installing.
 install(TARGETS tuttid tuttirun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+# The Grafana dashboard for tuttid's series (docs/operations.md, "Grafana"): a file to import.
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/grafana/tutti-dashboard.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/tutti/grafana)
 
 # ---- Python package ---------------------------------------------------------------------------
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/tutti DESTINATION ${TUTTI_INSTALL_PYTHONDIR}

@@ -54,6 +54,7 @@ void Job::OpenSet(int32_t set_id, const std::vector<int32_t>& members) {
   negotiator.set_budget(&budget_);
   negotiator.set_fast_path_allowed(fast_path_);
   negotiator.set_metrics(policy_.metrics);
+  negotiator.set_stats(&set_stats_[set_id]);
   if (policy_.timeline == nullptr) return;
   // One track per (job, set) in tuttid's timeline, numbered in order of creation.
   static int32_t next_track = 1;
@@ -102,6 +103,7 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
         Status(Code::kSetRemoved, fmt::format("process set {} was removed", id)), &failed);
     if (!failed.empty()) SendExecute(id, it->second, std::move(failed), out);
     negotiators_.erase(it);
+    set_stats_.erase(id);
     // Joins waiting on the set can never complete now: they fail like its pending tensors (and
     // joins_ keeps only sets that have a negotiator, which Tick and Remove rely on).
     auto waiting = joins_.find(id);

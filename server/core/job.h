@@ -360,6 +360,9 @@ class Job {
   bool fast_path_ = false;  // the members' fast path is allowed (docs/steady-state.md)
   wire::CoordinatorCounters counters_;
   std::map<int32_t, wire::SetCounters> set_counters_;
+  // By active set, for the status page; kept across a set's re-formations (its negotiator is
+  // replaced, the set goes on), dropped with the set. Negotiators point into it.
+  std::map<int32_t, SetStats> set_stats_;
   std::map<int32_t, std::vector<wire::Response>> released_;  // by set, in release order
   std::vector<std::pair<std::string, Status>> evicted_;
   int32_t registered_ = 0;

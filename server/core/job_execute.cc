@@ -37,6 +37,7 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
     counters_.set_collectives_released(counters_.collectives_released() + 1);
     counters_.set_tensors_released(counters_.tensors_released() + tensors);
     if (tensors > 1) counters_.set_tensors_fused(counters_.tensors_fused() + tensors);
+    if (SetStats* stats = negotiator.stats()) stats->Released(tensors);
     compact(response.cache_slot(), [&] { response.clear_spec(); });
     for (auto& part : *response.mutable_fused())
       compact(part.cache_slot(), [&] { part.clear_name(); });

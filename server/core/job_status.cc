@@ -1,6 +1,6 @@
-// The status description: the JSON the status page shows for a job (ranks, hosts, sets, pending
-// tensors). It only reads the job, on tuttid's thread, between frames; kept apart so that what the
-// page shows can change without touching how the job runs.
+// The status description: the JSON the status pages show for a job (ranks, hosts, sets with their
+// figures and stragglers, pending tensors). It only reads the job, on tuttid's thread, between
+// frames; kept apart so that what the pages show can change without touching how the job runs.
 #include "server/core/job.h"
 
 #include <nlohmann/json.hpp>
@@ -45,10 +45,22 @@ nlohmann::json Job::Describe(Clock::time_point now, size_t pending_per_set) cons
                          {"waited_seconds", seconds(p.waited)},
                          {"submitted", p.submitted},
                          {"missing", p.missing}});
-    sets.push_back({{"id", set_id},
-                    {"members", negotiator.members()},
-                    {"pending_count", negotiator.pending_count()},
-                    {"pending", std::move(pending)}});
+    json set = {{"id", set_id},
+                {"members", negotiator.members()},
+                {"pending_count", negotiator.pending_count()},
+                {"pending", std::move(pending)}};
+    // What the set's own page shows (docs/operations.md): its figures and stragglers, and how
+    // much of its work ran on its members' fast path, which tuttid does not see tensor by tensor.
+    auto stats = set_stats_.find(set_id);
+    if (stats != set_stats_.end()) set["stats"] = stats->second.ToJson();
+    auto counters = set_counters_.find(set_id);
+    const wire::SetCounters none;
+    const wire::SetCounters& c = counters == set_counters_.end() ? none : counters->second;
+    set["fast_path"] = {{"members_on", negotiator.fast_path_members()},
+                        {"grants", c.fast_path_grants()},
+                        {"exits", c.fast_path_exits()},
+                        {"rounds", c.fast_path_rounds()}};
+    sets.push_back(std::move(set));
   }
   return {{"id", id_},
           {"membership_epoch", membership_epoch_},

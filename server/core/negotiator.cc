@@ -116,7 +116,7 @@ size_t Negotiator::AnnounceCachedBits(int32_t rank, const wire::SetTensors& set,
         Pending& pending = *hint.pending;
         hint.announced[word] |= bit;
         ++pending.announced_count;
-        if (metrics_ && pending.announced_count + 1 == members_.size()) pending.all_but_one = now;
+        if (timed() && pending.announced_count + 1 == members_.size()) pending.all_but_one = now;
         if (covers) ++pending.covered;
         if (Complete(pending))
           ReleaseIfComplete(pending_.find(pending.variants.front()->spec.name()), rank, ready);
@@ -218,7 +218,7 @@ Status Negotiator::RecordInto(Pending& pending, size_t index, int32_t rank, cons
                               set_id_));
   pending.announced[index / 64] |= uint64_t{1} << (index % 64);
   ++pending.announced_count;
-  if (metrics_ && pending.announced_count + 1 == members_.size()) pending.all_but_one = Clock::now();
+  if (timed() && pending.announced_count + 1 == members_.size()) pending.all_but_one = Clock::now();
   if (!joined_[index]) ++pending.covered;
   // Members announce alike: the same object (a cache slot's) or the same bytes as the last
   // variant is that variant; anything else is one more, and members get their own indices.
@@ -264,20 +264,27 @@ void Negotiator::ReleaseIfComplete(PendingMap::iterator entry, int32_t last_rank
     const uint32_t slot = cache_.Assign(pending.variants, pending.variant_of);
     if (slot != ResponseCache::kNone) response.set_cache_slot(slot + 1);
   }
-  if (metrics_) {
+  if (timed()) {
     const auto& spec = response.spec();
     uint64_t bytes = IsValidDType(spec.dtype()) ? ElementSize(static_cast<DType>(spec.dtype())) : 0;
     for (int64_t d : spec.shape()) bytes *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
     const Clock::time_point now = Clock::now();
     const double negotiation_s =
         std::chrono::duration<double>(now - pending.first_announced).count();
-    metrics_->Negotiated(spec.kind(), bytes, negotiation_s);
-    if (set_series_ == nullptr) set_series_ = metrics_->sets().For(job_, set_id_);
+    const bool straggled = pending.all_but_one != Clock::time_point{};
     const double straggler_s =
-        pending.all_but_one == Clock::time_point{}
-            ? 0.0
-            : std::chrono::duration<double>(now - pending.all_but_one).count();
-    SetMetrics::Observe(set_series_, bytes, negotiation_s, straggler_s, steady);
+        straggled ? std::chrono::duration<double>(now - pending.all_but_one).count() : 0.0;
+    if (metrics_) {
+      metrics_->Negotiated(spec.kind(), bytes, negotiation_s);
+      if (set_series_ == nullptr) set_series_ = metrics_->sets().For(job_, set_id_);
+      SetMetrics::Observe(set_series_, bytes, negotiation_s, straggler_s, steady);
+    }
+    if (stats_) {
+      stats_->Negotiated(spec.kind(), bytes, negotiation_s, steady);
+      // A straggler only where every member announced: a member that joined announced nothing,
+      // and a set of one keeps nobody waiting.
+      if (everyone && straggled && members_.size() > 1) stats_->Straggled(last_rank, straggler_s);
+    }
   }
   Forget(entry);
   Release(std::move(response), ready);

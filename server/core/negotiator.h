@@ -17,6 +17,7 @@
 #include "server/core/process_set_table.h"
 #include "server/core/response_cache.h"
 #include "server/core/set_metrics.h"
+#include "server/core/set_stats.h"
 
 namespace tutti::server {
 
@@ -57,6 +58,10 @@ class Negotiator {
   void set_budget(PendingBudget* budget) { budget_ = budget; }
   // Reports completed negotiations to `metrics` (which outlives the negotiator).
   void set_metrics(ServiceMetrics* metrics) { metrics_ = metrics; }
+  // Tallies completed negotiations and their stragglers into `stats` (which outlives the
+  // negotiator; the job keeps it across the set's re-formations), for the status page.
+  void set_stats(SetStats* stats) { stats_ = stats; }
+  SetStats* stats() const { return stats_; }
   // Names the job in log lines (the staged-path warnings).
   void set_job(std::string job) { job_ = std::move(job); }
   // Device combinations assigned a device group so far (groups 0 .. n-1).
@@ -152,7 +157,7 @@ class Negotiator {
     uint32_t slot = kNoSlot;  // the cache slot whose hint (hints_) leads to it, if any
     std::list<std::string>::iterator order;  // its place in pending_order_
     Clock::time_point first_announced;
-    Clock::time_point all_but_one;  // when all but one member had announced (with metrics on)
+    Clock::time_point all_but_one;  // when all but one member had announced (when timed)
     bool warned = false;
     bool all_cached = true;  // every member announced it from the response cache
   };
@@ -194,6 +199,8 @@ class Negotiator {
   // Appends a released response, holding grouped ones back until their group is whole.
   void Release(wire::Response response, std::vector<wire::Response>* ready);
   bool Complete(const Pending& pending) const { return pending.covered == members_.size(); }
+  // Whether negotiations are timed: only for someone who reads the times (a clock read per tensor).
+  bool timed() const { return metrics_ != nullptr || stats_ != nullptr; }
 
   int32_t set_id_;
   std::vector<int32_t> members_;
@@ -231,6 +238,7 @@ class Negotiator {
   PendingBudget* budget_ = nullptr;
   ServiceMetrics* metrics_ = nullptr;
   SetMetrics::Series* set_series_ = nullptr;  // this set's, made at its first release
+  SetStats* stats_ = nullptr;
   std::string job_;
   // Per member: the index of the first member on the same host, so that host identities (of any
   // length) are compared once, here, and device combinations stay small.

@@ -1,5 +1,7 @@
 #include "server/core/service_metrics.h"
 
+#include <string>
+
 #include <prometheus/text_serializer.h>
 
 namespace tutti::server {
@@ -73,6 +75,16 @@ ServiceMetrics::ServiceMetrics() : registry_(std::make_shared<prometheus::Regist
                   .Name("tutti_limited_total")
                   .Help("Requests refused by a flood limit, by limit")
                   .Register(*registry_);
+  // Every label these families can have is known, so each series starts at 0 rather than
+  // appearing with its first event: a rate over a series that did not exist before reads as no
+  // data, and a dashboard's query (packaging/grafana) names a family that is always exported.
+  for (int code = -1; std::string(CodeLabel(static_cast<Code>(code))) != "unknown"; --code)
+    errors_->Add({{"status", CodeLabel(static_cast<Code>(code))}});
+  for (const char* outcome : {"warned", "failed"}) stalls_->Add({{"outcome", outcome}});
+  // The limits' names as their callers give them (CoordinatorCore::RefuseLimited, Job::Refuse).
+  for (const char* limit : {"jobs", "registrations_per_address", "rendezvous_ranks_per_address",
+                            "rendezvous_jobs_per_address", "pending_tensors"})
+    limited_->Add({{"limit", limit}});
   frames_ = &BuildCounter()
                  .Name("tutti_frames_received_total")
                  .Help("Frames received from ranks")

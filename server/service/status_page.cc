@@ -12,13 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string RankList(const json& ranks) {
-  std::string text = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + ranks[i].dump();
-  return text + "]";
-}
-
-std::string Seconds(double s) { return s < 10 ? fmt::format("{:.3f} s", s) : fmt::format("{:.0f} s", s); }
+std::string Seconds(double s) { return FormatSeconds(s); }
 
 std::string Clock(double unix_seconds) {
   const std::time_t t = static_cast<std::time_t>(unix_seconds);
@@ -29,25 +23,17 @@ std::string Clock(double unix_seconds) {
   return text;
 }
 
-constexpr const char* kStyle = R"(
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
-table { border-collapse: collapse; margin: 0.3em 0 1em; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; }
-th { background: #f3f3f3; }
-.state-alive, .state-running { color: #17692d; }
-.state-lost, .state-failed, .missing { color: #b00020; }
-section.job { border-top: 2px solid #ddd; margin-top: 1em; }
-)";
+}  // namespace
 
-void RenderJob(const json& job, std::string* html) {
+void RenderJobSection(const json& job, std::string* html) {
   const std::string id = job.at("id").get<std::string>();
   const std::string state = job.at("state").get<std::string>();
   *html += fmt::format("<section class=\"job\" data-job=\"{}\">\n", HtmlEscape(id));
   *html += fmt::format(
-      "<h2>job <span class=\"job-id\">{}</span>: <span class=\"state-{}\">{}</span>, {} of {} "
-      "ranks registered, {} collectives released</h2>\n",
-      HtmlEscape(id), state, state, job.at("registered").get<int>(), job.at("size").get<int>(),
-      job.at("collectives_released").get<uint64_t>());
+      "<h2>job <a class=\"job-id\" href=\"{}\">{}</a>: <span class=\"state-{}\">{}</span>, "
+      "{} of {} ranks registered, {} collectives released</h2>\n",
+      JobPath(id), HtmlEscape(id), state, state, job.at("registered").get<int>(),
+      job.at("size").get<int>(), job.at("collectives_released").get<uint64_t>());
 
   // Ranks, and the hosts they run on.
   *html += "<h3>Ranks</h3>\n<table class=\"ranks\"><tr><th>rank</th><th>host</th><th>state</th>"
@@ -75,10 +61,13 @@ void RenderJob(const json& job, std::string* html) {
   // Process sets and what their negotiations wait for.
   *html += "<h3>Process sets</h3>\n<table class=\"sets\"><tr><th>set</th><th>members</th>"
            "<th>pending tensors</th></tr>\n";
-  for (const json& set : job.at("process_sets"))
-    *html += fmt::format("<tr data-set=\"{}\"><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                         set.at("id").get<int>(), set.at("id").get<int>(),
-                         RankList(set.at("members")), set.at("pending_count").get<uint64_t>());
+  for (const json& set : job.at("process_sets")) {
+    const int set_id = set.at("id").get<int>();
+    *html += fmt::format(
+        "<tr data-set=\"{}\"><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td></tr>\n", set_id,
+        SetPath(id, set_id), set_id, RankList(set.at("members")),
+        set.at("pending_count").get<uint64_t>());
+  }
   *html += "</table>\n";
   bool any_pending = false;
   for (const json& set : job.at("process_sets")) {
@@ -99,24 +88,6 @@ void RenderJob(const json& job, std::string* html) {
   *html += "</section>\n";
 }
 
-}  // namespace
-
-std::string HtmlEscape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string RenderStatusPage(const json& snapshot) {
   const json& jobs = snapshot.at("jobs");
   std::string html = fmt::format(
@@ -125,8 +96,8 @@ std::string RenderStatusPage(const json& snapshot) {
       "<style>{}</style></head>\n<body>\n<h1>tuttid</h1>\n"
       "<p>coordinator epoch {} &middot; <span id=\"job-count\">{}</span> jobs &middot; "
       "<a href=\"/status.json\">JSON</a> &middot; <a href=\"/metrics\">Prometheus metrics</a></p>\n",
-      jobs.size(), kStyle, HtmlEscape(snapshot.value("epoch", "")), jobs.size());
-  for (const json& job : jobs) RenderJob(job, &html);
+      jobs.size(), PageStyle(), HtmlEscape(snapshot.value("epoch", "")), jobs.size());
+  for (const json& job : jobs) RenderJobSection(job, &html);
   html += "<h2>Recent errors</h2>\n<table class=\"errors\"><tr><th>time</th><th>job</th>"
           "<th>rank</th><th>status</th><th>message</th></tr>\n";
   const json& errors = snapshot.at("recent_errors");
@@ -139,7 +110,8 @@ std::string RenderStatusPage(const json& snapshot) {
                         HtmlEscape(it->at("status").get<std::string>()),
                         HtmlEscape(it->at("message").get<std::string>()));
   }
-  html += "</table>\n</body></html>\n";
+  html += "</table>\n";
+  html += kPageEnd;
   return html;
 }
 

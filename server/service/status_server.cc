@@ -9,12 +9,21 @@
 #include "server/core/service_metrics.h"
 #include "server/service/status_board.h"
 #include "server/service/status_page.h"
+#include "server/service/status_views.h"
 
 namespace tutti::server {
 namespace {
 
 // How long a request waits for the loop's snapshot before answering with the previous one.
 constexpr auto kSnapshotWait = std::chrono::milliseconds(2000);
+
+// An unknown job or set. Plain text that names what was asked for, never sniffed as HTML: the
+// job id in it is the requester's.
+void NotFound(const std::string& text, httplib::Response& res) {
+  res.status = 404;
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_content(text, "text/plain; charset=utf-8");
+}
 
 }  // namespace
 
@@ -40,8 +49,19 @@ StatusServer::StatusServer(const std::string& address, StatusBoard* board,
     board->Request(kSnapshotWait);  // the loop refreshes the gauges on the way
     res.set_content(metrics->Expose(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  server_->Get("/status.json", [board](const httplib::Request&, httplib::Response& res) {
-    res.set_content(board->Request(kSnapshotWait), "application/json");
+  // ?job=<id>: that job's entry; &set=<set>: that set as its page shows it (status_views.h).
+  server_->Get("/status.json", [board](const httplib::Request& req, httplib::Response& res) {
+    std::string snapshot = board->Request(kSnapshotWait);
+    if (!req.has_param("job")) {
+      res.set_content(std::move(snapshot), "application/json");
+      return;
+    }
+    std::string not_found;
+    const nlohmann::json view = JsonView(nlohmann::json::parse(snapshot),
+                                         req.get_param_value("job"), req.get_param_value("set"),
+                                         &not_found);
+    if (view.is_null()) return NotFound(not_found, res);
+    res.set_content(view.dump(), "application/json");
   });
   auto page = [board](const httplib::Request&, httplib::Response& res) {
     res.set_content(RenderStatusPage(nlohmann::json::parse(board->Request(kSnapshotWait))),
@@ -49,6 +69,16 @@ StatusServer::StatusServer(const std::string& address, StatusBoard* board,
   };
   server_->Get("/", page);
   server_->Get("/status", page);
+  // A job's page and its sets' pages. Read from the target as sent: httplib's path is already
+  // percent-decoded, and a job id (whatever bytes its ranks registered with) may hold "/set/".
+  server_->Get(R"(/job/.+)", [board](const httplib::Request& req, httplib::Response& res) {
+    const nlohmann::json snapshot = nlohmann::json::parse(board->Request(kSnapshotWait));
+    const PageTarget target = ResolveJobPath(snapshot, req.target);
+    if (!target.job) return NotFound(target.not_found, res);
+    res.set_content(target.set ? RenderSetPage(SetView(*target.job, *target.set))
+                               : RenderJobPage(*target.job),
+                    "text/html; charset=utf-8");
+  });
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

@@ -1,7 +1,8 @@
 // StatusServer: tuttid's HTTP endpoint (cpp-httplib) for operators and Prometheus:
 //   /metrics      Prometheus text format
 //   /status       the status page (HTML)
-//   /status.json  the same as JSON
+//   /status.json  the same as JSON; ?job=<id> that job's, ?job=<id>&set=<set> that set's
+//   /job/<id>, /job/<id>/set/<set>  a page per job and per process set (404 if unknown)
 //   /healthz      "ok" (the HTTP side is up; systemd's watchdog watches the loop)
 // Thread model: httplib's two worker threads serve requests; each asks the coordinator's loop
 // for a snapshot through the StatusBoard and never touches coordinator state itself.
