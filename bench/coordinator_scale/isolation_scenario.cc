@@ -115,7 +115,7 @@ void RunIsolation(const ScenarioOptions& o, Report* report) {
     const bool fine = CheckRanks(name, involved, quiet_ok && flood_ok, report);
     report->Phase(name, start, end, fine, o.isolation_steps,
                   flooders.empty() ? ""
-                  : spam ? fmt::format("tuttid answered {:.0f} spammed frames/s",
+                  : spam ? fmt::format("the spammers sent {:.0f} frames/s",
                                        flooded / Between(start, end).wall_s)
                          : fmt::format("flooders completed {:.0f} job steps/s",
                                        flooded / double(o.job_ranks) / Between(start, end).wall_s));

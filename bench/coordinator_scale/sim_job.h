@@ -51,11 +51,11 @@ bool Step(Crew& crew, const FrameOf& frame_of, const TensorsDue& tensors_due,
 bool Flood(Crew& crew, const std::vector<SimJob>& jobs, const std::atomic<bool>& stop,
            std::atomic<uint64_t>* rank_steps, Clock::time_point deadline);
 
-// A hostile flood: the crew's ranks send Heartbeats (which tuttid answers, each) as fast as they
-// can, up to `window` unanswered per rank, until `stop`; then they wait for the answers. Counts the
-// frames answered.
+// A hostile flood: the crew's ranks send Heartbeats open-loop, as fast as their sockets take them
+// (up to `window` per rank and round), until `stop`. tuttid reads them all and answers at most two
+// per heartbeat interval and rank. Counts the frames sent.
 bool Spam(Crew& crew, const std::vector<SimJob>& jobs, int window, const std::atomic<bool>& stop,
-          std::atomic<uint64_t>* answered, Clock::time_point deadline);
+          std::atomic<uint64_t>* sent, Clock::time_point deadline);
 
 // After the first step: the slots the crews learned for `job`'s tensors (all crews must agree).
 bool CollectSlots(const std::vector<Crew*>& crews, SimJob* job, std::string* problem);

@@ -138,7 +138,12 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
                                             job.counters(frame.counters_query().set_id()))});
       break;
     case wire::Frame::kHeartbeat:
-      out->push_back({peer, frames::Heartbeat()});
+      // A rank sends one per interval and needs one back per lease; more are not answered.
+      if (member->second.echoed == Clock::time_point{} ||
+          now - member->second.echoed >= std::chrono::milliseconds(policy_.heartbeat_interval_ms) / 2) {
+        member->second.echoed = now;
+        out->push_back({peer, frames::Heartbeat()});
+      }
       break;
     case wire::Frame::kJoin:
       if (!stale.ok())

@@ -101,6 +101,9 @@ class CoordinatorCore {
     std::string job;
     uint64_t generation;  // Job::generation()
     int32_t rank;
+    // When its last Heartbeat was echoed: at most two echoes per heartbeat interval, so that a
+    // rank spamming heartbeats makes tuttid read, not write (docs/scale.md).
+    Clock::time_point echoed{};
   };
   // The generations of one job id, by membership epoch (docs/lifecycle.md): usually one; two
   // while some ranks initialize again before the others finalized.
