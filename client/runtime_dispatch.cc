@@ -149,9 +149,9 @@ void Runtime::FailPending(int32_t set_id, const Status& status) {
 }
 
 void Runtime::OnTensorRefused(int32_t set_id, const std::string& name, const Status& why) {
-  // tuttid refuses with REFORMED only what was announced before this rank heard that the set
-  // re-formed (Job::Stale), and the refusal follows the mark, where that request failed already.
-  // A request of the same name pending now was submitted after the mark: it is not refused.
+  // A tuttid before 0.11 refused with REFORMED what was announced before this rank heard that the
+  // set re-formed (Job::Stale; tuttid now drops it), after the mark, where that request failed
+  // already. A request of the same name pending now was submitted after the mark: not refused.
   if (why.code() == Code::kReformed) return;
   link_->ForgetTensor(set_id, name);
   auto request = TakePending(set_id, name);

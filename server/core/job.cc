@@ -126,11 +126,13 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, uint64
   counters_.set_announce_messages(counters_.announce_messages() + 1);
   if (!joiners_.empty()) AdmitBeforeWorldAnnounce(rank, msg, sender_epoch, now, out);
   for (const auto& set : msg.sets()) {
-    // Announced before the rank heard that this set re-formed: its requests failed there already,
-    // and its cache bits name slots of the set's previous negotiator.
-    const Status stale = Stale(sender_epoch, set.set_id());
-    if (!stale.ok()) {
-      for (const auto& spec : set.tensors()) Refuse(rank, stale, set.set_id(), spec.name(), out);
+    // Announced before the rank heard that this set re-formed: its requests failed there already
+    // (at the mark, Runtime::OnReformed), and its cache bits name slots of the set's previous
+    // negotiator. Dropped, and counted: a refusal would tell the rank nothing it does not know,
+    // and could reach it after it submitted the same name again in the new epoch.
+    if (!Stale(sender_epoch, set.set_id()).ok()) {
+      wire::SetCounters& per_set = set_counters_[set.set_id()];
+      per_set.set_announcements_dropped(per_set.announcements_dropped() + 1);
       continue;
     }
     auto it = negotiators_.find(set.set_id());

@@ -78,7 +78,7 @@ struct Coordinator::Impl {
              Job::Policy{options.heartbeat_interval_ms, options.lease_ms, options.stall_warning_ms,
                          options.stall_shutdown_ms, timeline.get(),
                          static_cast<size_t>(options.max_pending_tensors), nullptr, nullptr,
-                         options.probe_timeout_ms},
+                         options.probe_timeout_ms, nullptr, nullptr},  // HA: EnableHa below
              static_cast<size_t>(options.max_jobs)),
         socket(context, zmq::socket_type::router),
         monitor(context, zmq::socket_type::pair) {

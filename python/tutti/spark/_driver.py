@@ -7,6 +7,7 @@ the ranks' output written line by line, and the reading of Spark's errors.
 """
 import os
 import pickle
+import queue
 import re
 import sys
 import time
@@ -186,6 +187,72 @@ class LineWriter:
         for kind in self.streams:
             if self.partial.get((kind, key)):
                 self.write(kind, key, label, "\n")
+
+
+# After a failure: how long a run waits for Spark to end the stage's other tasks before raising.
+SETTLE_TIMEOUT_S = 30
+
+
+class EventLoop:
+    """What the drivers of run and run_elastic share: the loop over one stage's events (output
+    lines, connections, Spark's end) with its three phases. Running: until the subclass's
+    should_stop() says stop, when the stage is cancelled. Settling: until Spark ended the stage
+    and every connection closed, or SETTLE_TIMEOUT_S (then None: the run failed). Draining, once
+    Spark returned the results: until every output arrived (all_closed()), or SETTLE_TIMEOUT_S.
+
+    Subclasses define rank_of(key) (the rank a task key names, for output prefixes),
+    should_stop(now, spark_ended), next_wake(now) (when the running phase must look again),
+    all_closed(), on_closed(key) and on_event(event) for their own kinds (hello, done, failed)."""
+
+    def __init__(self, writer):
+        self.writer = writer
+        self.connected, self.closed = set(), set()
+        self.spark_error = None
+
+    def on_cancel(self):
+        pass
+
+    def until_done(self, events, cancel):
+        """The stage's collected results, or None after a failure (see the subclass's error())."""
+        settle_deadline = drain_deadline = None
+        results = None
+        spark_ended = False
+        while True:
+            now = time.monotonic()
+            if results is not None:
+                if self.all_closed() or now >= drain_deadline:
+                    return results
+            elif settle_deadline is not None:
+                if (spark_ended and self.closed >= self.connected) or now >= settle_deadline:
+                    return None
+            elif self.should_stop(now, spark_ended):
+                cancel()
+                self.on_cancel()
+                settle_deadline = now + SETTLE_TIMEOUT_S
+                continue
+            wake = drain_deadline or settle_deadline or self.next_wake(now)
+            try:
+                event = events.get(timeout=max(wake - now, 0.001))
+            except queue.Empty:
+                continue
+            kind = event[0]
+            if kind in self.writer.streams:
+                self.writer.write(kind, event[1], self.rank_of(event[1]), event[2])
+            elif kind == "connected":
+                self.connected.add(event[1])
+            elif kind == "closed":
+                self.closed.add(event[1])
+                self.writer.end(event[1], self.rank_of(event[1]))
+                self.on_closed(event[1])
+            elif kind == "spark-finished" and settle_deadline is None:
+                spark_ended, results = True, event[1]
+                drain_deadline = time.monotonic() + SETTLE_TIMEOUT_S
+            elif kind == "spark-finished":
+                spark_ended = True  # after a failure of ours: the results are incomplete
+            elif kind == "spark-failed":
+                spark_ended, self.spark_error = True, event[1]
+            else:
+                self.on_event(event)
 
 
 def unpickle(pickled):

@@ -17,7 +17,7 @@ import time
 from . import _driver
 from ._task import ElasticRankTask
 from .errors import RankFailedError, RankLostError, SparkRunError, StartTimeoutError
-from .runner import CONSEQUENCES, SETTLE_TIMEOUT_S
+from .runner import CONSEQUENCES
 
 CALLER = "tutti.spark.run_elastic"
 # Set by run_elastic from its arguments; `env` may not change them.
@@ -93,79 +93,58 @@ def _one_of(name, value, old_name, old_value):
     return value if value is not None else old_value
 
 
-class _ElasticWatch:
+class _ElasticWatch(_driver.EventLoop):
     """The driver's view of an elastic run's tasks, each keyed (partition, attempt), fed by the
     event queue. A failure is ("failed", key, type, message, traceback, pickled) or
     ("lost", key), in arrival order."""
 
     def __init__(self, num_proc, reset_limit, start_deadline, writer, say):
+        super().__init__(writer)
         self.num_proc, self.reset_limit = num_proc, reset_limit
-        self.start_deadline, self.writer, self.say = start_deadline, writer, say
-        self.connected, self.admitted, self.done, self.closed = set(), set(), set(), set()
+        self.start_deadline, self.say = start_deadline, say
+        self.admitted, self.done = set(), set()
         self.reported = set()     # keys whose fn reported "done" or "failed"
         self.failures = []
-        self.spark_error = None
         self.stopping = False     # cancelled (or failing): no more admissions
         self.timed_out = self.limit_passed = False
 
     def started_ranks(self):
         return {partition for partition, _ in self.admitted if partition < self.num_proc}
 
-    def until_done(self, events, cancel):
-        """The stage's collected results, or None after a failure (see error())."""
-        settle_deadline = drain_deadline = None
-        results = None
-        spark_ended = False
-        while True:
-            now = time.monotonic()
-            if results is not None:
-                # Every task's output arrives before its connection closes.
-                if self.closed >= self.connected or now >= drain_deadline:
-                    return results
-            elif settle_deadline is not None:
-                if (spark_ended and self.closed >= self.connected) or now >= settle_deadline:
-                    return None
-            else:
-                starting = len(self.started_ranks()) < self.num_proc
-                self.timed_out = starting and now >= self.start_deadline
-                self.limit_passed = (self.reset_limit is not None and
-                                     len(self.failures) > self.reset_limit)
-                if self.timed_out or self.limit_passed or spark_ended:
-                    cancel()
-                    self.stopping = True
-                    settle_deadline = now + SETTLE_TIMEOUT_S
-                    continue
-            wake = drain_deadline or settle_deadline or (
-                self.start_deadline if len(self.started_ranks()) < self.num_proc else now + 3600)
-            try:
-                event = events.get(timeout=max(wake - now, 0.001))
-            except queue.Empty:
-                continue
-            kind, key = event[0], event[1]
-            if kind in self.writer.streams:
-                self.writer.write(kind, key, key[0], event[2])
-            elif kind == "connected":
-                self.connected.add(key)
-            elif kind == "hello":
-                self._admit(key, event[2], event[3])
-            elif kind == "done":
-                self.done.add(key)
-                self.reported.add(key)
-            elif kind == "failed":
-                self.failures.append(event[:6])
-                self.reported.add(key)
-            elif kind == "closed":
-                self.closed.add(key)
-                self.writer.end(key, key[0])
-                if key in self.admitted and key not in self.reported and not self.stopping:
-                    self.failures.append(("lost", key))
-            elif kind == "spark-finished" and settle_deadline is None:
-                spark_ended, results = True, event[1]
-                drain_deadline = time.monotonic() + SETTLE_TIMEOUT_S
-            elif kind == "spark-finished":
-                spark_ended = True  # after a failure of ours: the results are incomplete
-            elif kind == "spark-failed":
-                spark_ended, self.spark_error = True, event[1]
+    def rank_of(self, key):
+        return key[0]
+
+    def all_closed(self):
+        # Every task's output arrives before its connection closes.
+        return self.closed >= self.connected
+
+    def should_stop(self, now, spark_ended):
+        starting = len(self.started_ranks()) < self.num_proc
+        self.timed_out = starting and now >= self.start_deadline
+        self.limit_passed = (self.reset_limit is not None and
+                             len(self.failures) > self.reset_limit)
+        return self.timed_out or self.limit_passed or spark_ended
+
+    def on_cancel(self):
+        self.stopping = True
+
+    def next_wake(self, now):
+        return self.start_deadline if len(self.started_ranks()) < self.num_proc else now + 3600
+
+    def on_event(self, event):
+        kind, key = event[0], event[1]
+        if kind == "hello":
+            self._admit(key, event[2], event[3])
+        elif kind == "done":
+            self.done.add(key)
+            self.reported.add(key)
+        elif kind == "failed":
+            self.failures.append(event[:6])
+            self.reported.add(key)
+
+    def on_closed(self, key):
+        if key in self.admitted and key not in self.reported and not self.stopping:
+            self.failures.append(("lost", key))
 
     def _admit(self, key, info, reply):
         partition, attempt = key

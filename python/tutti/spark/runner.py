@@ -14,8 +14,6 @@ from . import _driver
 from ._task import RankTask
 from .errors import RankFailedError, RankLostError, SparkRunError, StartTimeoutError
 
-# After a failure: how long run waits for Spark to end the stage's other tasks before raising.
-SETTLE_TIMEOUT_S = 30
 # Exceptions a rank raises *because* another rank failed or the stage was cancelled: the report
 # names the rank that failed first among the others.
 CONSEQUENCES = {"PeerLostError", "CoordinatorLostError", "AbortedError", "ShutDownError",
@@ -67,80 +65,58 @@ def run(fn, args=(), kwargs=None, num_proc=None, start_timeout=None, env=None, s
         return [result for _, result in results]
 
 
-class _Watch:
-    """The driver's view of one run's ranks, fed by the event queue."""
+class _Watch(_driver.EventLoop):
+    """The driver's view of one run's ranks, fed by the event queue; keyed by rank."""
 
     def __init__(self, num_proc, start_deadline, writer, say):
+        super().__init__(writer)
         self.num_proc, self.start_deadline = num_proc, start_deadline
-        self.writer = writer
         self.say = say
-        self.hello, self.connected, self.done, self.closed = {}, set(), set(), set()
+        self.hello, self.done = {}, set()
         self.failed = []         # (rank, type name, message, traceback, pickled), in arrival order
         self.lost = []           # ranks whose connection closed, unreported, before any cancel
-        self.spark_error = None
         self.cancelled = False
         self.timed_out = False
+        self.cause_deadline = None
 
-    def until_done(self, events, cancel):
-        """The stage's collected results, or None after a failure (see error())."""
-        settle_deadline = drain_deadline = cause_deadline = None
-        results = None
-        spark_ended = False
-        everyone = set(range(self.num_proc))
-        while True:
-            now = time.monotonic()
-            if results is not None:
-                # Every rank's output arrives before its connection closes.
-                if self.closed >= everyone or now >= drain_deadline:
-                    return results
-            elif settle_deadline is not None:
-                if (spark_ended and self.closed >= self.connected) or now >= settle_deadline:
-                    return None
-            else:
-                if len(self.hello) < self.num_proc and now >= self.start_deadline:
-                    self.timed_out = True
-                cause_known = self.lost or any(f[1] not in CONSEQUENCES for f in self.failed)
-                if self.failed and not cause_known and cause_deadline is None:
-                    cause_deadline = now + CONSEQUENCE_GRACE_S
-                if (self.timed_out or cause_known or spark_ended or
-                        (cause_deadline is not None and now >= cause_deadline)):
-                    cancel()
-                    self.cancelled = True
-                    settle_deadline = now + SETTLE_TIMEOUT_S
-                    continue
-            wake = drain_deadline or settle_deadline or cause_deadline or (
-                self.start_deadline if len(self.hello) < self.num_proc else now + 3600)
-            try:
-                event = events.get(timeout=max(wake - now, 0.001))
-            except queue.Empty:
-                continue
-            kind = event[0]
-            if kind in self.writer.streams:
-                self.writer.write(kind, event[1], event[1], event[2])
-            elif kind == "connected":
-                self.connected.add(event[1])
-            elif kind == "hello":
-                self.hello[event[1]] = event[2]
-                self.say(f"rank {event[1]} started: pid {event[2]['pid']} on "
-                         f"{event[2]['host']}, job {event[2]['job']}")
-            elif kind == "done":
-                self.done.add(event[1])
-            elif kind == "failed":
-                self.failed.append(event[1:])
-            elif kind == "closed":
-                rank = event[1]
-                self.closed.add(rank)
-                self.writer.end(rank, rank)
-                reported = rank in self.done or any(f[0] == rank for f in self.failed)
-                if not reported and not self.cancelled:
-                    self.lost.append(rank)
-            elif kind == "spark-finished" and settle_deadline is None:
-                spark_ended, results = True, event[1]
-                drain_deadline = time.monotonic() + SETTLE_TIMEOUT_S
-            elif kind == "spark-finished":
-                spark_ended = True  # after a failure of ours: the results are incomplete
-            elif kind == "spark-failed":
-                spark_ended, self.spark_error = True, event[1]
+    def rank_of(self, rank):
+        return rank
+
+    def all_closed(self):
+        # Every rank's output arrives before its connection closes.
+        return self.closed >= set(range(self.num_proc))
+
+    def should_stop(self, now, spark_ended):
+        if len(self.hello) < self.num_proc and now >= self.start_deadline:
+            self.timed_out = True
+        cause_known = self.lost or any(f[1] not in CONSEQUENCES for f in self.failed)
+        if self.failed and not cause_known and self.cause_deadline is None:
+            self.cause_deadline = now + CONSEQUENCE_GRACE_S
+        return (self.timed_out or cause_known or spark_ended or
+                (self.cause_deadline is not None and now >= self.cause_deadline))
+
+    def on_cancel(self):
+        self.cancelled = True
+
+    def next_wake(self, now):
+        return self.cause_deadline or (
+            self.start_deadline if len(self.hello) < self.num_proc else now + 3600)
+
+    def on_event(self, event):
+        kind = event[0]
+        if kind == "hello":
+            self.hello[event[1]] = event[2]
+            self.say(f"rank {event[1]} started: pid {event[2]['pid']} on "
+                     f"{event[2]['host']}, job {event[2]['job']}")
+        elif kind == "done":
+            self.done.add(event[1])
+        elif kind == "failed":
+            self.failed.append(event[1:])
+
+    def on_closed(self, rank):
+        reported = rank in self.done or any(f[0] == rank for f in self.failed)
+        if not reported and not self.cancelled:
+            self.lost.append(rank)
 
     def error(self, start_timeout, slots):
         """The exception that explains the failure best: a rank's own exception, else a rank
