@@ -90,6 +90,9 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
     }
     if (frame.has_register_()) return HandleRegister(source, frame.register_(), now, out);
     if (frame.has_resume()) return HandleResume(source, frame.resume(), now, out);
+    // In an HA group this is a rank whose job is resuming here: what it sent before it heard
+    // the Redirect that made it resume. Its Resume follows; a refusal would end its link.
+    if (ha_) return;
     Refuse(peer, "", -1, Status(Code::kInvalidArgument, "register before sending anything else"),
            out);
     return;

@@ -244,6 +244,9 @@ TEST(CoordinatorHa, ARankOfALiveJobThatResumesMakesEveryRankResume) {
   auto sent = leader.Send("r0", ResumeFrame(0, 0, {}));
   ASSERT_EQ(sent["r1"].size(), 1u);
   EXPECT_EQ(sent["r1"][0].redirect().leader(), "tcp://self:1");
+  // What rank 1 sent before it heard the Redirect is dropped, not refused (a refusal would end
+  // its link while it fails over).
+  EXPECT_TRUE(leader.Send("r1", AnnounceFrame(Spec("t", 4))).empty());
   sent = leader.Send("r1", ResumeFrame(1, 0, {}));
   ASSERT_EQ(sent["r0"].size(), 1u);
   EXPECT_TRUE(sent["r0"][0].has_resumed());
