@@ -162,7 +162,7 @@ for link_spec in $LINKS; do
   link=$rate
   [ "$HAVE_NETEM" = 1 ] && [ "$delay" != 0us ] && link=$rate-$delay
   for hosts in $HOSTS; do
-    echo "== $hosts hosts x $PER_HOST ranks, links $rate delay $delay"
+    echo "== $hosts hosts x $PER_HOST ranks, links $link"
     setup "$hosts" "$rate" "$delay"
     "$NSRUN" 0 "$ROOT/$BUILD/tuttid" --bind "tcp://10.233.0.1:*" --log-level warn >"$WORK/tuttid.out" 2>&1 &
     tuttid=$!
