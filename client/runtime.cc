@@ -215,11 +215,15 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_
   };
   std::vector<transport::PeerRoute> routes;
   SetCounters* set_counters = nullptr;
+  std::vector<std::string> hosts;  // by slot, as tuttid told every rank
   {
     std::lock_guard<std::mutex> lock(mu_);
     routes = routes_;
     set_counters = SetCountersOf(set_id);
+    for (const auto& peer : peers_) hosts.push_back(peer.host);
   }
+  SetTopology topology = TopologyOf(MemberList(ranks), hosts, options_.hierarchical,
+                                    static_cast<size_t>(options_.hierarchical_min_bytes));
   // A tensor waits on the fast path for a second at most, less with a short stall warning, before
   // tuttid's stall inspector takes over (docs/steady-state.md).
   auto patience = std::chrono::milliseconds(1000);
@@ -229,7 +233,8 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_
                                      device_->CreateContext(channel, slot_, std::move(routes)),
                                      Ms(options_.timeout_ms), &counters_, set_counters, &timeline_,
                                      std::move(relay),
-                                     std::move(report_closed), static_cast<FastPathPort*>(this), patience);
+                                     std::move(report_closed), static_cast<FastPathPort*>(this), patience,
+                                     std::move(topology));
   std::lock_guard<std::mutex> lock(mu_);
   lanes_[set_id] = std::move(lane);
 }

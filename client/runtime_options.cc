@@ -152,6 +152,18 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   o.timeline = requested.timeline ? *requested.timeline : Env("TUTTI_TIMELINE").value_or("");
   o.transport = requested.transport ? *requested.transport : Env("TUTTI_TRANSPORT").value_or("auto");
   TUTTI_RETURN_IF_ERROR(transport::CheckTransportName(o.transport));
+  const std::string hierarchical = Env("TUTTI_HIERARCHICAL").value_or("auto");
+  if (hierarchical == "auto" || hierarchical.empty()) o.hierarchical = HierarchyMode::kAuto;
+  else if (hierarchical == "0") o.hierarchical = HierarchyMode::kOff;
+  else if (hierarchical == "1") o.hierarchical = HierarchyMode::kOn;
+  else
+    return Status(Code::kInvalidArgument,
+                  "TUTTI_HIERARCHICAL is '" + hierarchical + "': use auto, 0 (flat) or 1");
+  std::optional<int64_t> hierarchical_min;
+  TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_HIERARCHICAL_MIN_BYTES"}, &hierarchical_min));
+  o.hierarchical_min_bytes = hierarchical_min.value_or(kDefaultHierarchicalMinBytes);
+  if (o.hierarchical_min_bytes < 0)
+    return Status(Code::kInvalidArgument, "TUTTI_HIERARCHICAL_MIN_BYTES must not be negative");
   // CURVE: all three keys or none, so that a typo never silently turns authentication off.
   const char* curve_names[] = {"TUTTI_CURVE_SERVER_KEY", "TUTTI_CURVE_PUBLIC_KEY",
                                "TUTTI_CURVE_SECRET_KEY"};

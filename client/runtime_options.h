@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "client/control/curve_client_keys.h"
+#include "client/exec/hierarchical.h"
 #include "client/exec/result_buffer.h"
 #include "common/status.h"
 
@@ -65,6 +66,10 @@ struct RuntimeOptions {
   // "auto" or a data-plane backend's name (transport/route_planner.h): which backend carries
   // each pair; a forced backend that cannot reach a peer is an error, never a silent fallback.
   std::string transport = "auto";
+  // Hierarchical allreduce across hosts (docs/algorithms.md): TUTTI_HIERARCHICAL=auto|0|1 and
+  // TUTTI_HIERARCHICAL_MIN_BYTES. Job-wide: every rank must see the same values.
+  HierarchyMode hierarchical = HierarchyMode::kAuto;
+  int64_t hierarchical_min_bytes = kDefaultHierarchicalMinBytes;
   CurveClientKeys curve;
   ElasticOptions elastic;
 };

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "client/exec/hierarchical.h"
 #include "client/kernels/reduce.h"
 
 namespace tutti::client {
@@ -48,10 +49,9 @@ Status Allreduce(const RingArgs& ring, Request& request) {
   const auto dtype = static_cast<DType>(op.spec.dtype());
   const auto reduce_op = static_cast<ReduceOp>(op.spec.reduce_op());
   ScaleCopy(op.output, op.input, op.count, dtype, op.spec.prescale());
-  // Every member picks the same algorithm (sizes agree), so results stay identical everywhere.
-  const bool small = op.count * ElementSize(dtype) <= kDirectAllreduceMaxBytes;
-  TUTTI_RETURN_IF_ERROR(small ? DirectAllreduce(ring, op.output, op.count, dtype, reduce_op)
-                              : RingAllreduce(ring, op.output, op.count, dtype, reduce_op));
+  // Every member picks the same algorithm (sizes and hosts agree), so results stay identical
+  // everywhere.
+  TUTTI_RETURN_IF_ERROR(ChosenAllreduce(ring, op.output, op.count, dtype, reduce_op));
   Finish(op.output, op.count, dtype, reduce_op, op.spec.postscale(), ring.members->size());
   return Status::Ok();
 }

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "client/exec/collectives.h"
+#include "client/exec/hierarchical.h"
 #include "client/kernels/reduce.h"
 
 namespace tutti::client {
@@ -32,9 +33,7 @@ Status FusedAllreduce(const RingArgs& ring, const std::vector<FusedPart>& parts,
   observe("COPY_IN", start);
 
   start = WallClock::now();
-  const bool small = total * element <= kDirectAllreduceMaxBytes;
-  TUTTI_RETURN_IF_ERROR(small ? DirectAllreduce(ring, buffer->data(), total, dtype, op)
-                              : RingAllreduce(ring, buffer->data(), total, dtype, op));
+  TUTTI_RETURN_IF_ERROR(ChosenAllreduce(ring, buffer->data(), total, dtype, op));
   observe("ALLREDUCE", start);
 
   start = WallClock::now();

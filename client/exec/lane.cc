@@ -25,9 +25,10 @@ Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
            std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
            Counters* counters, SetCounters* set_counters, Timeline* timeline, CommIdRelay relay,
            std::function<void(int32_t)> report_closed, FastPathPort* fast_path,
-           std::chrono::milliseconds fast_path_patience)
+           std::chrono::milliseconds fast_path_patience, SetTopology topology)
     : set_id_(set_id),
       members_(MemberList(std::move(members))),
+      topology_(std::move(topology)),
       self_(self),
       context_(std::move(context)),
       step_timeout_(step_timeout),
@@ -198,8 +199,17 @@ Status Lane::ExecuteOnDevice(const RingArgs& ring, Work& work) {
   return status;
 }
 
+const char* Lane::AllreduceAlgorithmOf(const Work& work) const {
+  const auto& spec = work.front().request->operation().spec;
+  const auto dtype = static_cast<DType>(spec.dtype());
+  size_t count = 0;
+  for (const auto& part : work) count += part.request->operation().count;
+  return AlgorithmName(ChooseAllreduce(members_, &topology_, count * ElementSize(dtype), dtype,
+                                       static_cast<ReduceOp>(spec.reduce_op())));
+}
+
 Status Lane::Execute(Work& work) {
-  const RingArgs ring{context_.get(), &members_, self_, step_timeout_, &scratch_};
+  const RingArgs ring{context_.get(), &members_, self_, step_timeout_, &scratch_, &topology_};
   const auto& spec = work.front().request->operation().spec;
   Status status;
   const bool on_device = std::any_of(work.begin(), work.end(), [](const FusedPart& part) {
@@ -210,9 +220,13 @@ Status Lane::Execute(Work& work) {
   } else if (work.size() == 1) {
     const auto start = Timeline::WallClock::now();
     status = RunCollective(ring, *work.front().request, work.front().member_rows);
-    if (timeline_->on())
-      timeline_->Span(set_id_, ToUpper(wire::KindName(spec.kind())), start,
-                      {{"tensor", spec.name()}});
+    if (timeline_->on()) {
+      nlohmann::json args = {{"tensor", spec.name()}};
+      // The algorithm is a pure function of what every member agrees on: asking again here
+      // names the one that ran.
+      if (spec.kind() == wire::COLLECTIVE_ALLREDUCE) args["algorithm"] = AllreduceAlgorithmOf(work);
+      timeline_->Span(set_id_, ToUpper(wire::KindName(spec.kind())), start, std::move(args));
+    }
   } else {
     nlohmann::json names = nlohmann::json::array();
     if (timeline_->on())
@@ -221,9 +235,11 @@ Status Lane::Execute(Work& work) {
     status = RunFused(ring, work, &fusion_buffer_, [&](const char* phase, auto began) {
       timeline_->Span(set_id_, phase, began);
     });
-    if (timeline_->on())
-      timeline_->Span(set_id_, "FUSED " + ToUpper(wire::KindName(spec.kind())), start,
-                      {{"tensors", std::move(names)}});
+    if (timeline_->on()) {
+      nlohmann::json args = {{"tensors", std::move(names)}};
+      if (spec.kind() == wire::COLLECTIVE_ALLREDUCE) args["algorithm"] = AllreduceAlgorithmOf(work);
+      timeline_->Span(set_id_, "FUSED " + ToUpper(wire::KindName(spec.kind())), start, std::move(args));
+    }
   }
   if (status.ok()) return status;
   if (status.code() == Code::kPeerLost) peer_lost_cause_ = status.message();

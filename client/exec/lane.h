@@ -22,6 +22,7 @@
 #include "client/exec/device_collectives.h"
 #include "client/exec/fast_path_port.h"
 #include "client/exec/fused_collectives.h"
+#include "client/exec/hierarchical.h"
 #include "client/exec/request.h"
 #include "common/timeline.h"
 #include "transport/transport.h"
@@ -39,11 +40,13 @@ class Lane {
 
   // `counters`, `set_counters` (this set's) and `timeline` outlive the lane. `report_closed(peer)` runs on the lane thread,
   // once, when a collective failed because the data-plane connection to `peer` closed.
+  // `topology`: the members' hosts and the job's hierarchy mode (client/exec/hierarchical.h).
   Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
        std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
        Counters* counters, SetCounters* set_counters, Timeline* timeline, CommIdRelay relay,
        std::function<void(int32_t peer)> report_closed = nullptr, FastPathPort* fast_path = nullptr,
-       std::chrono::milliseconds fast_path_patience = std::chrono::milliseconds(1000));
+       std::chrono::milliseconds fast_path_patience = std::chrono::milliseconds(1000),
+       SetTopology topology = {});
   // Runs what is still queued, then joins the thread. Every member released the same queue, so
   // draining it keeps the members in step when a set is removed; at finalize the device is shut
   // down first and each queued collective fails at once with kShutDown.
@@ -102,10 +105,13 @@ class Lane {
   void FastPathFailed(const Status& status);
   void DrainWake();
   Status Execute(Work& work);
+  // Which allreduce algorithm `work` runs (or ran), for the timeline.
+  const char* AllreduceAlgorithmOf(const Work& work) const;
   Status ExecuteOnDevice(const RingArgs& ring, Work& work);
 
   const int32_t set_id_;
   const MemberList members_;
+  const SetTopology topology_;
   const int32_t self_;
   std::unique_ptr<transport::Context> context_;
   const std::chrono::milliseconds step_timeout_;

@@ -22,13 +22,17 @@ struct ChunkLayout {
 // one item more.
 ChunkLayout EvenChunks(size_t count, size_t n, size_t item_bytes);
 
+struct SetTopology;  // client/exec/hierarchical.h
+
 // The ring step bounds each exchange with a neighbour; `scratch` is reused between calls.
+// `topology`: the hosts of the members, for the hierarchical allreduce; null: flat only.
 struct RingArgs {
   transport::Context* context;
   const MemberList* members;
   int32_t self;
   std::chrono::milliseconds step_timeout;
   std::vector<char>* scratch;
+  const SetTopology* topology = nullptr;
 };
 
 // Reduces chunk by chunk around the ring; afterwards this rank (at position i in members) holds
