@@ -30,9 +30,16 @@ namespace {
 constexpr uint64_t kGroupEpoch = 0x5eed;
 const Clock::time_point kNow{};
 
+Job::Policy Policy() {
+  Job::Policy policy{};
+  policy.heartbeat_interval_ms = 1000;
+  policy.lease_ms = 5000;
+  return policy;
+}
+
 struct Core {
   explicit Core(bool ha, bool leading = true, uint64_t term = 1)
-      : core(60000, kGroupEpoch, Job::Policy{1000, 5000}, 16) {
+      : core(60000, kGroupEpoch, Policy(), 16) {
     if (!ha) return;
     core.EnableHa([this] { return may_release; });
     core.SetRole(leading, leading ? "tcp://self:1" : "tcp://leader:1", term);
