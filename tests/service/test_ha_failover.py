@@ -118,16 +118,26 @@ def run_and_check(ranks):
         assert len(ranks.steps(r)) == int(os.environ.get("HA_STEPS", "60"))
 
 
+def after_steps(ranks, steps, fault):
+    """Runs fault() once every rank ran `steps` steps; returns when (unix time)."""
+    wait_for(lambda: ranks.all_reached(steps), 120, f"{steps} steps on every rank")
+    at = time.time()
+    fault()
+    return at
+
+
+def kill_after(ranks, leader, steps):
+    """Kills the leader (kill -9) once every rank ran `steps` steps; returns when."""
+    return after_steps(ranks, steps, lambda: (leader.process.kill(), leader.process.wait()))
+
+
 def test_killing_the_leader_fails_no_job(tuttid_factory, etcd):
     leader, standby = start_group(tuttid_factory, etcd, "kill")
     # Off the members' fast path: every step needs the coordinator, so the failover is on the
     # path of every collective.
     ranks = Ranks([leader.endpoint, standby.endpoint], "ha-kill", TUTTI_FAST_PATH="0")
     try:
-        wait_for(lambda: ranks.all_reached(10), 120, "ten steps on every rank")
-        killed_at = time.time()
-        leader.process.kill()
-        leader.process.wait()
+        killed_at = kill_after(ranks, leader, 10)
         run_and_check(ranks)
         assert role(standby) == "leader"
         stall = longest_stall(ranks, killed_at)
@@ -141,10 +151,7 @@ def test_sets_on_the_fast_path_keep_running_through_the_failover(tuttid_factory,
     leader, standby = start_group(tuttid_factory, etcd, "fast")
     ranks = Ranks([leader.endpoint, standby.endpoint], "ha-fast", HA_STEPS="400")
     try:
-        wait_for(lambda: ranks.all_reached(20), 120, "twenty steps on every rank")
-        killed_at = time.time()
-        leader.process.kill()
-        leader.process.wait()
+        killed_at = kill_after(ranks, leader, 20)
         wait_for(lambda: role(standby) == "leader", 60, "the standby to lead")
         took_over = time.time()
         # Steps completed while no coordinator led: the members agreed on them among themselves.
@@ -183,9 +190,7 @@ def test_a_frozen_leader_is_replaced_and_steps_down_when_it_wakes(tuttid_factory
     leader, standby = start_group(tuttid_factory, etcd, "frozen")
     ranks = Ranks([leader.endpoint, standby.endpoint], "ha-frozen", TUTTI_FAST_PATH="0")
     try:
-        wait_for(lambda: ranks.all_reached(10), 120, "ten steps on every rank")
-        frozen_at = time.time()
-        leader.process.send_signal(signal.SIGSTOP)
+        frozen_at = after_steps(ranks, 10, lambda: leader.process.send_signal(signal.SIGSTOP))
         try:
             wait_for(lambda: role(standby) == "leader", 60, "the standby to lead")
             wait_for(lambda: ranks.all_reached(20), 120, "ten more steps under the new leader")
@@ -203,8 +208,7 @@ def test_losing_etcd_keeps_the_leaders_jobs_and_elects_no_one(tuttid_factory, et
     leader, standby = start_group(tuttid_factory, etcd, "noetcd")
     ranks = Ranks([leader.endpoint, standby.endpoint], "ha-noetcd", TUTTI_FAST_PATH="0")
     try:
-        wait_for(lambda: ranks.all_reached(10), 120, "ten steps on every rank")
-        etcd.stop()
+        after_steps(ranks, 10, etcd.stop)
         # The leader cannot renew: it stops releasing before its lease could expire (fenced), and
         # says so; the standby cannot win without etcd. No rank fails meanwhile.
         wait_for(lambda: role(leader) == "leader (fenced)", 30, "the leader to fence itself")

@@ -3,14 +3,13 @@ processes using the tutti package; the page is rendered by a real headless brows
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
 import urllib.request
 
-import pytest
 
+from headless_browser import browser, render
 from tuttid_process import BUILD, ROOT, wait_for
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "stalled_job.py")
@@ -20,27 +19,6 @@ JOB = "status-page-job"
 def get(url):
     with urllib.request.urlopen(url, timeout=30) as response:
         return response.read().decode()
-
-
-def browser():
-    """The headless browser; without one the test skips, and fails under CI=true (whose machine
-    installs it, scripts/setup.sh)."""
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    if os.environ.get("CI") == "true":
-        pytest.fail("no headless browser on CI (scripts/setup.sh installs Debian's chromium)")
-    pytest.skip("no headless browser (Debian's chromium)")
-
-
-def render(url, tmp_path):
-    """The page's DOM after a real browser loaded it."""
-    result = subprocess.run(
-        [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-         f"--user-data-dir={tmp_path / 'chromium'}", "--dump-dom", url],
-        capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout
 
 
 def metric(text, name):

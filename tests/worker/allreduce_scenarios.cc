@@ -132,12 +132,7 @@ int DTypeMatrix() {
   // Bitwise identity: rounding-sensitive random data, averaged; every rank must print one hash.
   for (int32_t dtype : {TUTTI_DTYPE_FLOAT32, TUTTI_DTYPE_FLOAT64, TUTTI_DTYPE_FLOAT16, TUTTI_DTYPE_BFLOAT16}) {
     const DTypeInfo& d = AllDTypes()[dtype - 1];
-    Tensor t(dtype, 100003, d.size);
-    uint64_t state = 0x9e3779b97f4a7c15ull * (my_rank + 1);
-    for (int64_t i = 0; i < 100003; ++i) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      d.store(t.bytes.data(), i, static_cast<double>(state >> 11) / 9007199254740992.0 * 3.0 - 1.5);
-    }
+    Tensor t = RandomTensor(d, 100003, my_rank);
     std::string name = std::string("random.") + d.name;
     Check(name.c_str(), Allreduce(name.c_str(), TUTTI_WORLD, t, TUTTI_OP_AVERAGE, 1.0, 1.5));
     Say("hash %s %016llx", d.name, static_cast<unsigned long long>(Fnv1a(t.bytes.data(), t.bytes.size())));

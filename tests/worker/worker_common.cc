@@ -194,6 +194,16 @@ DTypeInfo Plain(int32_t dtype, const char* name) {
 
 }  // namespace
 
+Tensor RandomTensor(const DTypeInfo& d, int64_t count, int32_t rank) {
+  Tensor t(d.dtype, count, d.size);
+  uint64_t state = 0x9e3779b97f4a7c15ull * (rank + 1);
+  for (int64_t i = 0; i < count; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    d.store(t.bytes.data(), i, static_cast<double>(state >> 11) / 9007199254740992.0 * 3.0 - 1.5);
+  }
+  return t;
+}
+
 const std::vector<DTypeInfo>& AllDTypes() {
   static const std::vector<DTypeInfo> all = {
       {TUTTI_DTYPE_FLOAT16, 2, "float16",

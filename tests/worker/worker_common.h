@@ -70,5 +70,8 @@ struct DTypeInfo {
 };
 const std::vector<DTypeInfo>& AllDTypes();
 uint64_t Fnv1a(const void* data, size_t size);
+// `count` pseudo-random values in [-1.5, 1.5), different on every rank and the same on every run:
+// rounding-sensitive data for the bitwise-identity checks.
+Tensor RandomTensor(const DTypeInfo& d, int64_t count, int32_t rank);
 
 }  // namespace worker
