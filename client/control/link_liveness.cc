@@ -64,13 +64,16 @@ void CoordinatorLink::OnMonitorEvent() {
     if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED || id == ZMQ_EVENT_DISCONNECTED) {
       // Only about the endpoint talked to now: one left behind may still report its end.
       if (address.to_string() != endpoint_) continue;
-      bool attached;
+      bool attached, attaching;
       {
         std::lock_guard<std::mutex> lock(mu_);
         attached = registered_ && dead_.ok() && !attaching_ && !stopping_;
+        attaching = attaching_ && dead_.ok() && !stopping_;
       }
       if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) connected_ = true;
       else if (attached) StartFailover("the connection to " + endpoint_ + " closed", "");
+      // The member it registered or resumed with went away before answering: the next one.
+      else if (attaching) TryNext("", std::chrono::milliseconds(100));
       continue;
     }
     Status status;

@@ -55,19 +55,23 @@ def start_group(tuttid_factory, etcd, group):
 class Ranks:
     """The job's ranks, their stdout lines as they come (with arrival times), reaped at the end."""
 
-    def __init__(self, endpoints, job, **env):
+    def __init__(self, endpoints, job, first=RANKS, **env):
+        """Starts ranks 0 .. first-1 now; start(r) starts the others."""
         self.lines = [[] for _ in range(RANKS)]
-        self.processes = []
-        for rank in range(RANKS):
-            e = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
-                     TUTTI_LIBRARY=os.path.join(BUILD, "libtutti.so"),
-                     TUTTI_COORDINATOR=",".join(endpoints), TUTTI_JOB=job, TUTTI_TOKEN="secret",
-                     TUTTI_RANK=str(rank), TUTTI_SIZE=str(RANKS), TUTTI_TIMEOUT_MS="120000",
-                     PYTHONUNBUFFERED="1", **env)
-            p = subprocess.Popen([sys.executable, WORKER], env=e, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True)
-            self.processes.append(p)
-            threading.Thread(target=self._read, args=(p, self.lines[rank]), daemon=True).start()
+        self.processes = [None] * RANKS
+        self.env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
+                        TUTTI_LIBRARY=os.path.join(BUILD, "libtutti.so"),
+                        TUTTI_COORDINATOR=",".join(endpoints), TUTTI_JOB=job,
+                        TUTTI_TOKEN="secret", TUTTI_SIZE=str(RANKS), TUTTI_TIMEOUT_MS="120000",
+                        PYTHONUNBUFFERED="1", **env)
+        for rank in range(first):
+            self.start(rank)
+
+    def start(self, rank):
+        p = subprocess.Popen([sys.executable, WORKER], env=dict(self.env, TUTTI_RANK=str(rank)),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.processes[rank] = p
+        threading.Thread(target=self._read, args=(p, self.lines[rank]), daemon=True).start()
 
     @staticmethod
     def _read(process, lines):
@@ -92,6 +96,8 @@ class Ranks:
 
     def kill(self):
         for p in self.processes:
+            if p is None:
+                continue
             if p.poll() is None:
                 p.kill()
             p.wait()
@@ -182,6 +188,22 @@ def test_a_leader_killed_between_two_sends_of_an_execute_leaves_members_that_con
         assert "resumed under term" in log
         replayed = int(log.split("Executes replayed")[0].split(",")[-1].split()[-1])
         assert replayed >= 1, log  # the members that lag got exactly the leader's Execute
+    finally:
+        ranks.kill()
+
+
+def test_a_leader_killed_during_the_rendezvous_leaves_ranks_that_register_with_the_next(
+        tuttid_factory, etcd):
+    leader, standby = start_group(tuttid_factory, etcd, "rendezvous")
+    ranks = Ranks([leader.endpoint, standby.endpoint], "ha-rendezvous", first=RANKS - 1,
+                  TUTTI_FAST_PATH="0")
+    try:
+        wait_for(lambda: "waiting for 4 ranks" in leader.stderr(), 60, "the rendezvous to start")
+        leader.process.kill()
+        leader.process.wait()
+        ranks.start(RANKS - 1)
+        run_and_check(ranks)
+        assert "all 4 ranks joined" in standby.stderr()
     finally:
         ranks.kill()
 
