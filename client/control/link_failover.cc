@@ -115,8 +115,8 @@ std::chrono::milliseconds CoordinatorLink::Attempt() {
   }
   if (connected_) {
     // Only once the handshake is done: the socket queues nothing for a connection still being
-    // made (ZMQ_IMMEDIATE),
-    // so the hello cannot wait on a member that is down while the next one is tried.
+    // made (ZMQ_IMMEDIATE), so the hello cannot wait on a member that is down while the next one
+    // is tried.
     hello_sent_ = socket_.send(zmq::buffer(hello), zmq::send_flags::dontwait).has_value();
     return hello_sent_ ? milliseconds(-1) : milliseconds(10);
   }
