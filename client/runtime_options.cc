@@ -151,7 +151,9 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   o.stall_shutdown_ms = StallMs(shutdown);
   o.timeline = requested.timeline ? *requested.timeline : Env("TUTTI_TIMELINE").value_or("");
   o.transport = requested.transport ? *requested.transport : Env("TUTTI_TRANSPORT").value_or("auto");
-  TUTTI_RETURN_IF_ERROR(transport::CheckTransportName(o.transport));
+  // A forced backend this process cannot use (ibverbs without an RDMA device) is refused here,
+  // on every rank alike, before the coordinator is met.
+  TUTTI_RETURN_IF_ERROR(transport::CheckForcedTransport(o.transport));
   // CURVE: all three keys or none, so that a typo never silently turns authentication off.
   const char* curve_names[] = {"TUTTI_CURVE_SERVER_KEY", "TUTTI_CURVE_PUBLIC_KEY",
                                "TUTTI_CURVE_SECRET_KEY"};
