@@ -151,7 +151,9 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   o.stall_shutdown_ms = StallMs(shutdown);
   o.timeline = requested.timeline ? *requested.timeline : Env("TUTTI_TIMELINE").value_or("");
   o.transport = requested.transport ? *requested.transport : Env("TUTTI_TRANSPORT").value_or("auto");
-  TUTTI_RETURN_IF_ERROR(transport::CheckTransportName(o.transport));
+  // A forced backend this process cannot use (ibverbs without an RDMA device) is refused here,
+  // on every rank alike, before the coordinator is met.
+  TUTTI_RETURN_IF_ERROR(transport::CheckForcedTransport(o.transport));
   const std::string hierarchical = Env("TUTTI_HIERARCHICAL").value_or("auto");
   if (hierarchical == "auto" || hierarchical.empty()) o.hierarchical = HierarchyMode::kAuto;
   else if (hierarchical == "0") o.hierarchical = HierarchyMode::kOff;

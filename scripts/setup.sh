@@ -27,6 +27,7 @@ packages=(
   openjdk-17-jre-headless                     # Spark's executors (tests/engines/test_spark.py)
   openssh-server openssh-client iproute2     # tuttirun across hosts: sshds in network namespaces (test_ssh_hosts.py)
   etcd-server                                # the HA group's store; tests/ha starts real etcds
+  libibverbs-dev ibverbs-utils               # the ibverbs backend; ibv_devices for tests/rdma/device_check.sh
 )
 
 missing=()

@@ -2,6 +2,7 @@
 // here.
 #include "transport/backend.h"
 
+#include "transport/ibverbs/ibverbs_backend.h"
 #include "transport/pipe/pipe_backend.h"
 #include "transport/shm/shm_backend.h"
 #include "transport/tcp/tcp_backend.h"
@@ -19,6 +20,7 @@ std::vector<const Backend*>& Table() {
     Owned().push_back(MakeTcpBackend());
     Owned().push_back(MakeShmBackend());
     Owned().push_back(MakePipeBackend());
+    Owned().push_back(MakeIbverbsBackend());
     std::vector<const Backend*> listed;
     for (const auto& backend : Owned()) listed.push_back(backend.get());
     return listed;

@@ -8,16 +8,21 @@ constexpr const char* kAuto = "auto";
 // The viable backend `transport` forces, or null for auto.
 Status Forced(const std::string& transport, const Backend** forced) {
   *forced = nullptr;
-  if (transport == kAuto) return Status::Ok();
-  TUTTI_RETURN_IF_ERROR(CheckTransportName(transport));
-  *forced = FindBackend(transport);
-  std::string why;
-  if (!(*forced)->Viable(&why))
-    return Status(Code::kInvalidArgument, "TUTTI_TRANSPORT=" + transport + ", but " + why);
+  TUTTI_RETURN_IF_ERROR(CheckForcedTransport(transport));
+  if (transport != kAuto) *forced = FindBackend(transport);
   return Status::Ok();
 }
 
 }  // namespace
+
+Status CheckForcedTransport(const std::string& transport) {
+  if (transport == kAuto) return Status::Ok();
+  TUTTI_RETURN_IF_ERROR(CheckTransportName(transport));
+  std::string why;
+  if (!FindBackend(transport)->Viable(&why))
+    return Status(Code::kInvalidArgument, "TUTTI_TRANSPORT=" + transport + ", but " + why);
+  return Status::Ok();
+}
 
 Status CheckTransportName(const std::string& name) {
   if (name == kAuto || FindBackend(name)) return Status::Ok();

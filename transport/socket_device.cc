@@ -48,11 +48,24 @@ socklen_t UnixAddress(const std::string& name, sockaddr_un* addr) {
 std::string UnixName(const std::string& endpoint) { return "tutti." + endpoint; }
 
 Hello SocketDevice::SignedHello(int32_t set_id, int32_t self, int32_t peer,
-                                const Challenge& challenge) {
-  Hello hello{kHelloMagic, set_id, self, peer, {}};
+                                const Challenge& challenge, uint32_t magic) {
+  Hello hello{magic, set_id, self, peer, {}};
   std::lock_guard<std::mutex> lock(mu_);
   SignHello(secret_, challenge, &hello);
   return hello;
+}
+
+void SocketDevice::SignParams(const Challenge& challenge, int32_t from, int32_t to,
+                              const void* params, size_t len, uint8_t mac[kParamsMacBytes]) {
+  std::lock_guard<std::mutex> lock(mu_);
+  transport::SignParams(secret_, challenge, from, to, params, len, mac);
+}
+
+bool SocketDevice::VerifyParams(const Challenge& challenge, int32_t from, int32_t to,
+                                const void* params, size_t len,
+                                const uint8_t mac[kParamsMacBytes]) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return transport::VerifyParams(secret_, challenge, from, to, params, len, mac);
 }
 
 Status CreateDevice(const std::string& address, std::unique_ptr<Device>* device,
@@ -150,7 +163,13 @@ void SocketDevice::Park(int listener, Link link) {
                  : ReadFully(fd.get(), &parked.hello, sizeof(parked.hello), deadline,
                              cancel_.get(), "an incoming connection");
   // Not one of ours, or too slow: drop it.
-  if (!status.ok() || parked.hello.magic != kHelloMagic) return;
+  if (!status.ok() || !KnownHelloMagic(parked.hello.magic)) return;
+  // An ibverbs bootstrap names itself; it comes only through the TCP listener.
+  if (parked.hello.magic == kIbverbsHelloMagic) {
+    if (link != Link::kTcp) return;
+    link = Link::kIbverbs;
+  }
+  parked.connection.link = link;
   if (link != Link::kShm) SetNoDelay(fd.get());
   parked.connection.fd = std::move(fd);
   std::lock_guard<std::mutex> lock(mu_);
@@ -177,7 +196,8 @@ bool Readable(int fd) {
 }  // namespace
 
 Status SocketDevice::ConnectTcp(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
-                          Deadline deadline, int abort_fd, UniqueFd* out) {
+                          Deadline deadline, int abort_fd, UniqueFd* out, uint32_t magic,
+                          Challenge* challenge_out) {
   const std::string who = "rank " + std::to_string(peer) + " at " + endpoint;
   // Every failure to reach the peer reads "peer lost: rank K: ...", like those of SendRecv.
   const std::string lost = "peer lost: rank " + std::to_string(peer) + ": cannot connect to " + endpoint;
@@ -212,9 +232,10 @@ Status SocketDevice::ConnectTcp(int32_t set_id, int32_t self, int32_t peer, cons
     status = Status(Code::kPeerLost, "not a tutti data-plane listener");
   if (status.code() == Code::kShutDown || status.code() == Code::kAborted) return status;
   if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
-  Hello hello = SignedHello(set_id, self, peer, challenge);
+  Hello hello = SignedHello(set_id, self, peer, challenge, magic);
   status = WriteFully(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(), who);
   if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
+  if (challenge_out != nullptr) *challenge_out = challenge;
   *out = std::move(fd);
   return Status::Ok();
 }
@@ -276,6 +297,10 @@ Status SocketDevice::Accept(int32_t set_id, int32_t peer, Deadline deadline, int
           *out = std::move(claim->connection);
           out->channel = set_id;
           out->peer = peer;
+          out->self = claim->hello.to_rank;
+          out->challenge = claim->challenge;
+          out->deadline = deadline;
+          out->abort_fd = abort_fd;
           claims.erase(claim);
           if (claims.empty()) parked_.erase(it);
           return Status::Ok();

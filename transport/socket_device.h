@@ -1,6 +1,8 @@
 // The device: two listening sockets per runtime and an acceptor thread that reads each incoming
 // connection's hello and parks it until the lane of the named set asks for it.
-//   - TCP, on the data-plane address: TCP channels and point-to-point streams.
+//   - TCP, on the data-plane address: TCP channels and point-to-point streams, and the bootstrap
+//     of ibverbs channels, whose hello names them (kIbverbsHelloMagic) and whose queue pairs are
+//     set up by signed parameters on the same connection (transport/ibverbs/).
 //   - an abstract Unix socket named after the TCP endpoint ("tutti.<ip>:<port>"): the handshake
 //     of shared-memory channels, which passes the segment's file descriptors (SCM_RIGHTS) and then
 //     stays open only so that each side sees the other die. Abstract names live in the network
@@ -31,14 +33,21 @@
 
 namespace tutti::transport {
 
-// A connection as the acceptor parked it: the socket, which listener it came through (as the
-// link it carries), the file descriptors its hello carried, and the channel and rank it named.
+// A connection as the acceptor parked it: the socket, the link it carries (by the listener it
+// came through, or named by its hello's magic), the file descriptors its hello carried, and the
+// channel and rank it named. Accept adds what a backend that still talks on the socket needs
+// (ibverbs): the challenge the hello answered, the rank it reached, and the caller's deadline
+// and abort fd.
 struct Accepted {
   UniqueFd fd;
   Link link = Link::kTcp;
   std::vector<UniqueFd> passed;
   int32_t channel = 0;
   int32_t peer = -1;
+  int32_t self = -1;
+  Challenge challenge{};
+  Deadline deadline{};
+  int abort_fd = -1;
 };
 
 class SocketDevice : public Device {
@@ -59,8 +68,11 @@ class SocketDevice : public Device {
                       std::unique_ptr<Stream>* stream) override;
 
   // Used by SocketContext (from its lane thread). `abort_fd` readable ends the wait early.
+  // `magic`: the hello's (kIbverbsHelloMagic for an ibverbs bootstrap); `challenge`, if given,
+  // receives the nonce the hello answered, for signing what follows on the socket.
   Status ConnectTcp(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
-                    Deadline deadline, int abort_fd, UniqueFd* out);
+                    Deadline deadline, int abort_fd, UniqueFd* out,
+                    uint32_t magic = kHelloMagic, Challenge* challenge = nullptr);
   // Connects to the Unix listener of the device whose TCP endpoint is `endpoint` (same host),
   // passing `fds` with the hello. `abort_fd` readable ends the wait early.
   Status ConnectUnix(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
@@ -74,6 +86,12 @@ class SocketDevice : public Device {
   }
   void Forget(int32_t set_id);
   int cancel_fd() const { return cancel_.get(); }
+  // A backend's parameters sent after the hello, signed and checked under the job's secret
+  // (transport/handshake.h: SignParams). Any thread.
+  void SignParams(const Challenge& challenge, int32_t from, int32_t to, const void* params,
+                  size_t len, uint8_t mac[kParamsMacBytes]);
+  bool VerifyParams(const Challenge& challenge, int32_t from, int32_t to, const void* params,
+                    size_t len, const uint8_t mac[kParamsMacBytes]);
   // The runtime's MessageCarrier, or null. Thread-safe (MessageCarrier is).
   MessageCarrier* carrier() const { return carrier_.get(); }
 
@@ -84,7 +102,8 @@ class SocketDevice : public Device {
     Hello hello;
   };
   // Our answer to `challenge` on a connection to `peer`.
-  Hello SignedHello(int32_t set_id, int32_t self, int32_t peer, const Challenge& challenge);
+  Hello SignedHello(int32_t set_id, int32_t self, int32_t peer, const Challenge& challenge,
+                    uint32_t magic = kHelloMagic);
   // Whether `parked` proved it belongs to the job. Caller holds mu_.
   bool Genuine(const Parked& parked) const;
 

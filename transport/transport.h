@@ -1,6 +1,6 @@
 // The data plane's interface: moving bytes between the ranks of a process set. Collective
 // algorithms (client/) are written against it; each peer pair is carried by one backend's
-// channel (tcp/, shm/, pipe/ for MPI; later ibverbs/). No negotiation or protobuf here. docs/transports.md.
+// channel (tcp/, shm/, pipe/ for MPI, ibverbs/). No negotiation or protobuf here. docs/transports.md.
 #pragma once
 
 #include <chrono>
@@ -23,8 +23,10 @@ using Deadline = Clock::time_point;
 constexpr size_t kRelayRoomBytes = 4 << 20;
 
 // Which backend carries a peer pair. Values are those of tutti_transport_t (tutti.h): never
-// change them.
-enum class Link : int32_t { kNone = 0, kTcp = 1, kShm = 2, kMpi = 3 };
+// change them. kIbverbs (transport/ibverbs/) has no tutti_transport_t value yet: tutti.h changes
+// only with a version bump a person reviews (docs/abi-policy.md), so until then
+// tutti_transport_name says "unknown" for it.
+enum class Link : int32_t { kNone = 0, kTcp = 1, kShm = 2, kMpi = 3, kIbverbs = 4 };
 
 // How to reach one rank of the job: its TCP endpoint, and the backend to use with it. kShm only
 // for ranks on this host (same host identity); kNone for this rank itself.

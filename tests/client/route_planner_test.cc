@@ -3,7 +3,9 @@
 // FindBackend by either; CheckTransportName with its exact message for an unknown name; and
 // PlanRoutes under auto (same host: shm, another host: tcp, this rank: none), forced tcp, and
 // forced shm with a peer on another host (the exact error naming it); the MPI backend, never
-// chosen by auto, and refused outside MPI mode.
+// chosen by auto, and refused outside MPI mode; the ibverbs backend, ranked between TCP and
+// shared memory, and, where no RDMA device exists, refused by its real discovery with the reason
+// while auto plans as before.
 #include "transport/route_planner.h"
 #include "transport/message_pipe.h"
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "client/client_test_support.h"
+#include "rdma/no_device.h"
 
 namespace tutti::transport {
 namespace {
@@ -29,9 +32,11 @@ std::vector<Link> Links(const std::vector<PeerRoute>& routes) {
   return links;
 }
 
-TEST(BackendTable, ListsTcpThenShmThenMpi) {
+TEST(BackendTable, ListsTcpThenShmThenMpiThenIbverbs) {
   const auto& backends = Backends();
-  ASSERT_GE(backends.size(), 3u);
+  ASSERT_GE(backends.size(), 4u);
+  EXPECT_STREQ(backends[3]->name(), "ibverbs");
+  EXPECT_EQ(backends[3]->link(), Link::kIbverbs);
   EXPECT_STREQ(backends[0]->name(), "tcp");
   EXPECT_EQ(backends[0]->link(), Link::kTcp);
   EXPECT_STREQ(backends[1]->name(), "shm");
@@ -48,6 +53,49 @@ TEST(BackendTable, MpiNeedsTheCarrierAndIsNeverPreferred) {
   EXPECT_FALSE(FindBackend(Link::kShm)->needs_carrier());
   EXPECT_LT(mpi->preference(), FindBackend(Link::kTcp)->preference());
   EXPECT_FALSE(mpi->relays_in_place());
+}
+
+TEST(BackendTable, IbverbsWinsOverTcpAndLosesToSharedMemory) {
+  const Backend* ibverbs = FindBackend("ibverbs");
+  ASSERT_NE(ibverbs, nullptr);
+  EXPECT_EQ(FindBackend(Link::kIbverbs), ibverbs);
+  EXPECT_GT(ibverbs->preference(), FindBackend(Link::kTcp)->preference());
+  EXPECT_LT(ibverbs->preference(), FindBackend(Link::kShm)->preference());
+  EXPECT_FALSE(ibverbs->relays_in_place());
+  EXPECT_FALSE(ibverbs->needs_carrier());
+  std::string why;
+  EXPECT_TRUE(ibverbs->CanReach(kPeers[0], kPeers[2], &why));
+}
+
+// Through the real discovery (rdma-core's device list), which is what a machine with a device
+// takes too; there it finds one and this test skips in favour of tests/rdma.
+TEST(CheckForcedTransport, IbverbsWithoutAnRdmaDeviceIsRefusedWithTheReason) {
+  if (const std::string device = tutti::testing::ListedRdmaDevice(); !device.empty())
+    GTEST_SKIP() << "an RDMA device exists (" << device << "): tests/rdma runs instead";
+  const std::string reason = tutti::testing::NoRdmaDeviceReason();
+  std::string why;
+  EXPECT_FALSE(FindBackend("ibverbs")->Viable(&why));
+  EXPECT_EQ(why, reason);
+  EXPECT_TRUE(IsStatus(CheckForcedTransport("ibverbs"), Code::kInvalidArgument,
+                       "TUTTI_TRANSPORT=ibverbs, but " + reason));
+  std::vector<PeerRoute> routes;
+  EXPECT_TRUE(IsStatus(PlanRoutes(0, "a", kPeers, "ibverbs", &routes), Code::kInvalidArgument,
+                       "TUTTI_TRANSPORT=ibverbs, but " + reason));
+  // auto, tcp and shm are unaffected: no device is looked for on their behalf.
+  EXPECT_TRUE(IsOk(CheckForcedTransport("auto")));
+  EXPECT_TRUE(IsOk(CheckForcedTransport("tcp")));
+  EXPECT_TRUE(IsOk(CheckForcedTransport("shm")));
+  EXPECT_TRUE(IsStatus(CheckForcedTransport("ib"), Code::kInvalidArgument,
+                       "unknown transport 'ib' (TUTTI_TRANSPORT): use auto, tcp, shm, mpi or "
+                       "ibverbs"));
+}
+
+TEST(PlanRoutes, AutoAcrossHostsWithoutAnRdmaDeviceStaysOnTcp) {
+  if (const std::string device = tutti::testing::ListedRdmaDevice(); !device.empty())
+    GTEST_SKIP() << "an RDMA device exists (" << device << "): tests/rdma runs instead";
+  std::vector<PeerRoute> routes;
+  ASSERT_TRUE(IsOk(PlanRoutes(0, "a", kPeers, "auto", &routes)));
+  EXPECT_EQ(Links(routes), (std::vector<Link>{Link::kNone, Link::kShm, Link::kTcp}));
 }
 
 // This test program loads no libtutti_mpi: outside MPI mode, whatever the process.
@@ -109,9 +157,9 @@ TEST(CheckTransportName, AcceptsAutoAndEveryBackendsName) {
 
 TEST(CheckTransportName, UnknownNameIsRefusedWithTheChoices) {
   EXPECT_TRUE(IsStatus(CheckTransportName("rdma"), Code::kInvalidArgument,
-                       "unknown transport 'rdma' (TUTTI_TRANSPORT): use auto, tcp, shm or mpi"));
+                       "unknown transport 'rdma' (TUTTI_TRANSPORT): use auto, tcp, shm, mpi or ibverbs"));
   EXPECT_TRUE(IsStatus(CheckTransportName(""), Code::kInvalidArgument,
-                       "unknown transport '' (TUTTI_TRANSPORT): use auto, tcp, shm or mpi"));
+                       "unknown transport '' (TUTTI_TRANSPORT): use auto, tcp, shm, mpi or ibverbs"));
 }
 
 TEST(PlanRoutes, AutoTakesSharedMemoryOnTheHostAndTcpAcrossHosts) {
@@ -155,7 +203,7 @@ TEST(PlanRoutes, ForcedSharedMemoryWithAPeerOnAnotherHostIsAnErrorNamingIt) {
 TEST(PlanRoutes, UnknownTransportIsRefusedLikeCheckTransportName) {
   std::vector<PeerRoute> routes;
   EXPECT_TRUE(IsStatus(PlanRoutes(0, "a", kPeers, "ib", &routes), Code::kInvalidArgument,
-                       "unknown transport 'ib' (TUTTI_TRANSPORT): use auto, tcp, shm or mpi"));
+                       "unknown transport 'ib' (TUTTI_TRANSPORT): use auto, tcp, shm, mpi or ibverbs"));
 }
 
 }  // namespace

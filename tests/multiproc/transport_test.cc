@@ -1,6 +1,7 @@
 // The data plane's backends across real processes: shared memory and TCP give bitwise-identical
-// results, the stats call names the backend of every pair, TUTTI_TRANSPORT is checked, and
-// killed ranks leave nothing of tutti in /dev/shm. Multi-host selection: netns_test.cc.
+// results, the stats call names the backend of every pair, TUTTI_TRANSPORT is checked (ibverbs
+// refused on every rank where no RDMA device exists), and killed ranks leave nothing of tutti in
+// /dev/shm. Multi-host selection: netns_test.cc; ibverbs where a device exists: tests/rdma.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "multiproc/cluster.h"
+#include "rdma/no_device.h"
 
 namespace tutti::testing {
 namespace {
@@ -98,7 +100,23 @@ TEST(Transport, UnknownSettingIsRefused) {
   options.env["TUTTI_TRANSPORT"] = "carrier-pigeon";
   auto ranks = StartRanks(tuttid, "init_error", options);
   ExpectLineOnEvery(ranks, "init ",
-                    "-1 unknown transport 'carrier-pigeon' (TUTTI_TRANSPORT): use auto, tcp, shm or mpi");
+                    "-1 unknown transport 'carrier-pigeon' (TUTTI_TRANSPORT): use auto, tcp, shm, mpi or "
+                    "ibverbs");
+  ExpectAllSucceed(ranks);
+}
+
+// A real job init on every rank, through the same discovery a machine with a device takes
+// (rdma-core's device list): here it finds none, and tutti_init fails with
+// TUTTI_ERR_INVALID_ARGUMENT and the reason, before any rank meets tuttid.
+TEST(Transport, IbverbsWithoutAnRdmaDeviceIsRefusedOnEveryRankWithTheReason) {
+  if (const std::string device = ListedRdmaDevice(); !device.empty())
+    GTEST_SKIP() << "an RDMA device exists (" << device << "): tests/rdma runs instead";
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 3;
+  options.env["TUTTI_TRANSPORT"] = "ibverbs";
+  auto ranks = StartRanks(tuttid, "init_error", options);
+  ExpectLineOnEvery(ranks, "init ", "-1 TUTTI_TRANSPORT=ibverbs, but " + NoRdmaDeviceReason());
   ExpectAllSucceed(ranks);
 }
 

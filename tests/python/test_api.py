@@ -1,8 +1,10 @@
 """The NumPy and PyTorch APIs on real jobs of 2 to 4 ranks, and the mapping of C statuses to
 exceptions."""
+import os
+
 import pytest
 
-from conftest import lines_of, run_job
+from conftest import BUILD, lines_of, run_job
 
 
 def assert_ok(result, marker, ranks):
@@ -66,6 +68,23 @@ def test_transport_setting_and_peer_stats(setting, expected):
     for r in range(2):
         assert f"link {1 - r} {expected} True" in lines_of(result, r), result.stdout
         assert f"self rank {r} is not another member of process set 0" in lines_of(result, r)
+
+
+def test_ibverbs_without_an_rdma_device_is_refused_on_every_rank():
+    """TUTTI_TRANSPORT=ibverbs through the real device discovery (rdma-core's device list), as a
+    machine with a device takes it; here there is none (the kernel lists none either)."""
+    listed = os.listdir("/sys/class/infiniband") if os.path.isdir("/sys/class/infiniband") else []
+    if listed:
+        pytest.skip(f"an RDMA device exists ({listed[0]}): tests/rdma runs instead")
+    with open(os.path.join(BUILD, "libtutti.so"), "rb") as library:
+        built_with_ibverbs = b"libibverbs.so.1" in library.read()
+    reason = ("no RDMA device" if built_with_ibverbs else
+              "this libtutti was built without libibverbs (TUTTI_IBVERBS=OFF, or libibverbs-dev "
+              "was missing at build time)")
+    result = run_job(2, "transport_refused.py", "ibverbs")
+    for r in range(2):
+        assert lines_of(result, r) == [
+            f"refused InvalidArgumentError TUTTI_TRANSPORT=ibverbs, but {reason}"], result.stdout
 
 
 def test_set_counters_give_each_rank_its_own_work_per_set():
