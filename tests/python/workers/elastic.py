@@ -426,10 +426,14 @@ def split(commits, joiner=False):
                 env = dict(os.environ, TUTTI_RANK="2")
                 child = subprocess.Popen([sys.executable, __file__, "split_joiner", commits],
                                          env=env)
+            # The size the allreduce runs at, read before it: once it returns, the others may
+            # finish their last step and re-form the job (to size 1) at any moment. A change
+            # before it completes fails it instead (REFORMED), and the step starts over.
+            size = hvd.size()
             total = hvd.allreduce(torch.tensor([float(hvd.rank())]), name="loss", op=hvd.Sum)
-            if hvd.size() == 3:
+            if size == 3:
                 grown["steps"] += 1
-                grown["total"], grown["size"] = total.item(), hvd.size()
+                grown["total"], grown["size"] = total.item(), size
             state.batch += 1
             if not joiner and (commits == "all" or hvd.rank() == 0):
                 state.commit()
