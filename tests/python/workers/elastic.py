@@ -347,16 +347,20 @@ killed with SIGKILL). Training goes on
             optimizer.zero_grad()
             w = model.weight.view(-1)
             model.weight.grad = (w - targets(hvd.rank(), step, 4)).view(1, -1).detach().clone()
+            # The size the allreduce runs at, read before it (as in split()): after it returns
+            # the job may re-form at any moment (a rank stopped), and a change before it
+            # completes fails it instead.
+            size = hvd.size()
             model.weight.grad.copy_(hvd.allreduce(model.weight.grad, name="grad", op=hvd.Average))
             optimizer.step()
             runs = state.runs
-            if runs and runs[-1][0] == hvd.size():
+            if runs and runs[-1][0] == size:
                 runs[-1][1] += 1
             else:
-                runs.append([hvd.size(), 1])
+                runs.append([size, 1])
             state.batch = step + 1
             done = 0
-            if hvd.rank() == 0 and hvd.size() == target and runs[-1][1] >= 3:
+            if hvd.rank() == 0 and size == target and runs[-1][1] >= 3:
                 since = since or time.monotonic()
                 done = int(time.monotonic() - since >= hold_s)
             stop = hvd.allreduce(torch.tensor([done]), name="stop", op=hvd.Sum).item() > 0
