@@ -44,11 +44,13 @@ Status ValidateRegister(const wire::Register& r) {
       return Invalid(fmt::format("register: elastic minimum size {} outside [0, {}]", r.min_size(),
                                  r.size()));
     if (r.elastic_timeout_ms() < 0) return Invalid("register: negative elastic timeout");
-    if (r.max_size() < 0 || r.max_size() > kMaxWorldSize)
-      return Invalid(fmt::format("register: elastic maximum size {} outside [0, {}]",
-                                 r.max_size(), kMaxWorldSize));
     TUTTI_RETURN_IF_ERROR(CheckTimeoutLimit("register: elastic timeout", r.elastic_timeout_ms()));
   }
+  // Bounded for every registration, elastic or not: the job keeps rank 0's, and a registration
+  // that passed is copied whole into later frames (a Resume repeats it).
+  if (r.max_size() < 0 || r.max_size() > kMaxWorldSize)
+    return Invalid(fmt::format("register: elastic maximum size {} outside [0, {}]", r.max_size(),
+                               kMaxWorldSize));
   return Status::Ok();
 }
 

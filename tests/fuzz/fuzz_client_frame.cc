@@ -73,8 +73,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   Check(frame.magic() == wire::kMagic && frame.version() == wire::kProtocolVersion,
         "magic or version is wrong");
-  if (frame.has_register_()) {
-    const auto& r = frame.register_();
+  if (frame.has_register_() || frame.has_resume()) {
+    // A Resume repeats the registration its rank joined with: it passes the same checks.
+    const auto& r = frame.has_register_() ? frame.register_() : frame.resume().register_();
     // An elastic registration may number a rank to add at or above the size (docs/elastic.md).
     Check(r.size() >= 1 && r.rank() >= 0 && (r.rank() < r.size() || r.elastic()),
           "the rank is outside the world");

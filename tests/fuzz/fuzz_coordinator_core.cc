@@ -105,7 +105,9 @@ class Harness {
   }
 
   static tutti::server::Job::Policy Policy() {
-    tutti::server::Job::Policy policy{fuzz::kHeartbeatMs, fuzz::kLeaseMs};
+    tutti::server::Job::Policy policy{};
+    policy.heartbeat_interval_ms = fuzz::kHeartbeatMs;
+    policy.lease_ms = fuzz::kLeaseMs;
     policy.stall_warning_ms = fuzz::kStallWarningMs;
     policy.stall_shutdown_ms = fuzz::kStallShutdownMs;
     return policy;

@@ -90,6 +90,20 @@ TEST(MessageCodec, ChecksRegistrationRanges) {
   for (int i = 0; i <= kMaxWorldSize; ++i) set->add_ranks(i);
   ExpectError(Decode(frame), Code::kInvalidArgument,
               "register: a static process set lists 1048577 ranks, at most 1048576");
+  // The maximum size is bounded whether or not the registration is elastic (the fuzzer's find).
+  frame = ValidRegister();
+  frame.mutable_register_()->set_max_size(-5);
+  ExpectError(Decode(frame), Code::kInvalidArgument,
+              "register: elastic maximum size -5 outside [0, 1048576]");
+  // A Resume repeats the registration and passes the same checks, and names a slot in it.
+  wire::Frame resume;
+  *resume.mutable_resume()->mutable_register_() = ValidRegister().register_();
+  resume.mutable_resume()->set_slot(4);
+  ExpectError(Decode(resume), Code::kInvalidArgument, "resume: slot 4 outside [0, 4)");
+  resume.mutable_resume()->set_slot(3);
+  resume.mutable_resume()->mutable_register_()->set_max_size(-5);
+  ExpectError(Decode(resume), Code::kInvalidArgument,
+              "register: elastic maximum size -5 outside [0, 1048576]");
 }
 
 TEST(MessageCodec, ChecksTensorSpecs) {
