@@ -59,6 +59,7 @@ class Ranks:
         """Starts ranks 0 .. first-1 now; start(r) starts the others."""
         self.lines = [[] for _ in range(RANKS)]
         self.processes = [None] * RANKS
+        self.expected_steps = int(env.get("HA_STEPS", "60"))
         self.env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
                         TUTTI_LIBRARY=os.path.join(BUILD, "libtutti.so"),
                         TUTTI_COORDINATOR=",".join(endpoints), TUTTI_JOB=job,
@@ -121,7 +122,7 @@ def run_and_check(ranks):
     assert codes == [0] * RANKS, ranks.transcript()
     for r in range(RANKS):
         assert ranks.lines[r][-1] == "done", ranks.transcript()
-        assert len(ranks.steps(r)) == int(os.environ.get("HA_STEPS", "60"))
+        assert len(ranks.steps(r)) == ranks.expected_steps
 
 
 def after_steps(ranks, steps, fault):
@@ -228,7 +229,10 @@ def test_a_frozen_leader_is_replaced_and_steps_down_when_it_wakes(tuttid_factory
 
 def test_losing_etcd_keeps_the_leaders_jobs_and_elects_no_one(tuttid_factory, etcd):
     leader, standby = start_group(tuttid_factory, etcd, "noetcd")
-    ranks = Ranks([leader.endpoint, standby.endpoint], "ha-noetcd", TUTTI_FAST_PATH="0")
+    # Enough steps that the job is still running when the fence closes (up to TTL - 0.5 s after
+    # the last renewal).
+    ranks = Ranks([leader.endpoint, standby.endpoint], "ha-noetcd", TUTTI_FAST_PATH="0",
+                  HA_STEPS="1000")
     try:
         after_steps(ranks, 10, etcd.stop)
         # The leader cannot renew: it stops releasing before its lease could expire (fenced), and
@@ -243,6 +247,6 @@ def test_losing_etcd_keeps_the_leaders_jobs_and_elects_no_one(tuttid_factory, et
         assert etcd.start(), etcd.transcript()
         run_and_check(ranks)
         assert role(leader) == "leader"
-        assert all(n < 60 for n in fenced_steps)
+        assert all(n < ranks.expected_steps for n in fenced_steps)
     finally:
         ranks.kill()
