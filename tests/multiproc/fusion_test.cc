@@ -164,7 +164,7 @@ TEST(Priorities, ReorderReleasedTensorsOnEveryMember) {
   RankOptions options;
   options.size = 2;
   options.env = {{"TUTTI_FUSION_THRESHOLD", "0"},
-                 {"TUTTI_CYCLE_TIME_MS", "2000"},
+                 {"TUTTI_CYCLE_TIME_MS", "6000"},
                  {"TUTTI_TIMELINE", dir + "/prio.json"}};
   auto ranks = StartRanks(tuttid, "priorities", options);
   for (auto& rank : ranks) EXPECT_TRUE(rank->ReadUntil("priorities ok", In(120))) << rank->transcript();
