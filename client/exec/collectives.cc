@@ -56,29 +56,12 @@ Status Allreduce(const RingArgs& ring, Request& request) {
   return Status::Ok();
 }
 
-// Binomial tree from the root: in round k the ranks that have the data (relative position below
-// 2^k) send it 2^k positions further. log2(n) rounds, each rank receives once.
+// A tree, or the hierarchy across hosts for large buffers (hierarchical.h).
 Status Broadcast(const RingArgs& ring, Request& request) {
   const auto& op = request.operation();
-  const auto& members = *ring.members;
-  const size_t n = members.size();
   const size_t bytes = op.count * ElementSize(static_cast<DType>(op.spec.dtype()));
   if (op.output != op.input) std::memmove(op.output, op.input, bytes);
-  if (n == 1 || bytes == 0) return Status::Ok();
-  const size_t root = members.IndexOf(op.spec.root());
-  const size_t rel = (members.IndexOf(ring.self) + n - root) % n;
-  char* data = static_cast<char*>(op.output);
-  for (size_t mask = 1; mask < n; mask <<= 1) {
-    const auto deadline = transport::Clock::now() + ring.step_timeout;
-    if (rel < mask && rel + mask < n) {
-      const int32_t to = members[(rel + mask + root) % n];
-      TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(to, data, bytes, to, nullptr, 0, deadline));
-    } else if (rel >= mask && rel < 2 * mask) {
-      const int32_t from = members[(rel - mask + root) % n];
-      TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(from, nullptr, 0, from, data, bytes, deadline));
-    }
-  }
-  return Status::Ok();
+  return ChosenBroadcast(ring, static_cast<char*>(op.output), bytes, op.spec.root());
 }
 
 Status Allgather(const RingArgs& ring, Request& request, const std::vector<int64_t>& rows) {
@@ -92,7 +75,7 @@ Status Allgather(const RingArgs& ring, Request& request, const std::vector<int64
   const size_t self = ring.members->IndexOf(ring.self);
   if (chunks.size[self] > 0)
     std::memcpy(result.data.data() + chunks.begin[self], op.input, chunks.size[self]);
-  return RingAllgather(ring, result.data.data(), chunks, self);
+  return ChosenAllgather(ring, result.data.data(), chunks);
 }
 
 Status Reducescatter(const RingArgs& ring, Request& request) {
@@ -104,8 +87,8 @@ Status Reducescatter(const RingArgs& ring, Request& request) {
   const ChunkLayout chunks = RowChunks(rows, RowBytes(op.spec));
   std::vector<char> work(op.count * ElementSize(dtype));
   ScaleCopy(work.data(), op.input, op.count, dtype, op.spec.prescale());
-  // Shifted by n - 1 so that member i ends up holding chunk i.
-  TUTTI_RETURN_IF_ERROR(RingReduceScatter(ring, work.data(), chunks, dtype, reduce_op, n - 1));
+  // Afterwards member i holds chunk i.
+  TUTTI_RETURN_IF_ERROR(ChosenReducescatter(ring, work.data(), chunks, dtype, reduce_op));
   auto& result = request.result();
   TUTTI_RETURN_IF_ERROR(Allocate(&result.data, chunks.size[self]));
   if (chunks.size[self] > 0)

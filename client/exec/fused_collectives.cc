@@ -71,7 +71,7 @@ Status FusedAllgather(const RingArgs& ring, const std::vector<FusedPart>& parts,
   observe("COPY_IN", start);
 
   start = WallClock::now();
-  TUTTI_RETURN_IF_ERROR(RingAllgather(ring, buffer->data(), m.chunks, self));
+  TUTTI_RETURN_IF_ERROR(ChosenAllgather(ring, buffer->data(), m.chunks));
   observe("ALLGATHER", start);
 
   start = WallClock::now();
@@ -117,8 +117,8 @@ Status FusedReducescatter(const RingArgs& ring, const std::vector<FusedPart>& pa
   observe("COPY_IN", start);
 
   start = WallClock::now();
-  // Shifted by n - 1 so that member i ends up holding chunk i.
-  TUTTI_RETURN_IF_ERROR(RingReduceScatter(ring, buffer->data(), m.chunks, dtype, op, n - 1));
+  // Afterwards member i holds chunk i.
+  TUTTI_RETURN_IF_ERROR(ChosenReducescatter(ring, buffer->data(), m.chunks, dtype, op));
   observe("REDUCESCATTER", start);
 
   start = WallClock::now();

@@ -47,74 +47,94 @@ HostGroups GroupByHost(const MemberList& members, const SetTopology& topology, i
   groups.per_host = per_host;
   groups.local = MemberList(std::move(local));
   groups.cross = MemberList(std::move(cross));
+  for (auto& [host, positions] : by_host) groups.host_positions.push_back(std::move(positions));
   return groups;
 }
 
-const char* AlgorithmName(AllreduceAlgorithm algorithm) {
+const char* AlgorithmName(Algorithm algorithm) {
   switch (algorithm) {
-    case AllreduceAlgorithm::kDirect: return "direct";
-    case AllreduceAlgorithm::kRing: return "ring";
-    case AllreduceAlgorithm::kHierarchical: return "hierarchical";
+    case Algorithm::kNone: return "none";
+    case Algorithm::kDirect: return "direct";
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kTree: return "tree";
+    case Algorithm::kHierarchical: return "hierarchical";
   }
   return "?";
 }
 
+bool ChooseHierarchy(const MemberList& members, const SetTopology* topology, size_t bytes) {
+  if (topology == nullptr || topology->mode == HierarchyMode::kOff || bytes == 0) return false;
+  // The size first: small collectives (the fast path's) never pay for looking at the hosts.
+  if (topology->mode == HierarchyMode::kAuto && bytes < topology->min_bytes) return false;
+  // Whether the set's shape allows the hierarchy at all does not depend on which member asks.
+  return !members.empty() && GroupByHost(members, *topology, members.front()).uniform;
+}
+
+Algorithm ChooseAllreduce(const MemberList& members, const SetTopology* topology, size_t bytes,
+                          DType /*dtype*/, ReduceOp /*op*/) {
+  if (ChooseHierarchy(members, topology, bytes)) return Algorithm::kHierarchical;
+  return bytes <= kDirectAllreduceMaxBytes ? Algorithm::kDirect : Algorithm::kRing;
+}
+
+Algorithm ChooseAllgather(const MemberList& members, const SetTopology* topology, size_t bytes) {
+  return ChooseHierarchy(members, topology, bytes) ? Algorithm::kHierarchical : Algorithm::kRing;
+}
+
+Algorithm ChooseReducescatter(const MemberList& members, const SetTopology* topology, size_t bytes) {
+  return ChooseHierarchy(members, topology, bytes) ? Algorithm::kHierarchical : Algorithm::kRing;
+}
+
+Algorithm ChooseBroadcast(const MemberList& members, const SetTopology* topology, size_t bytes) {
+  return ChooseHierarchy(members, topology, bytes) ? Algorithm::kHierarchical : Algorithm::kTree;
+}
+
 namespace {
 
-// Whether the set's shape allows the hierarchy at all; does not depend on which member asks.
-bool Uniform(const MemberList& members, const SetTopology& topology) {
-  return !members.empty() && GroupByHost(members, topology, members.front()).uniform;
+size_t TotalBytes(const ChunkLayout& chunks) {
+  return chunks.size.empty() ? 0 : chunks.begin.back() + chunks.size.back();
+}
+
+Algorithm Record(const RingArgs& ring, Algorithm algorithm) {
+  if (ring.ran) *ring.ran = algorithm;
+  return algorithm;
+}
+
+HostGroups MyGroups(const RingArgs& ring) {
+  return GroupByHost(*ring.members, *ring.topology, ring.self);
 }
 
 }  // namespace
 
-AllreduceAlgorithm ChooseAllreduce(const MemberList& members, const SetTopology* topology,
-                                   size_t bytes, DType /*dtype*/, ReduceOp /*op*/) {
-  const AllreduceAlgorithm flat =
-      bytes <= kDirectAllreduceMaxBytes ? AllreduceAlgorithm::kDirect : AllreduceAlgorithm::kRing;
-  if (topology == nullptr || topology->mode == HierarchyMode::kOff || bytes == 0) return flat;
-  // The size first: small allreduces (the fast path's) never pay for looking at the hosts.
-  if (topology->mode == HierarchyMode::kAuto && bytes < topology->min_bytes) return flat;
-  return Uniform(members, *topology) ? AllreduceAlgorithm::kHierarchical : flat;
-}
-
-Status HierarchicalAllreduce(const RingArgs& ring, const HostGroups& groups, void* buffer,
-                             size_t count, DType dtype, ReduceOp op) {
-  const size_t element = ElementSize(dtype), local_n = groups.local.size();
-  const size_t local_index = groups.local.IndexOf(ring.self);
-  char* data = static_cast<char*>(buffer);
-  const RingArgs local{ring.context, &groups.local, ring.self, ring.step_timeout, ring.scratch};
-  const RingArgs cross{ring.context, &groups.cross, ring.self, ring.step_timeout, ring.scratch};
-  // Phase 1: shift local_n - 1, so that local member j ends up holding chunk j complete (for
-  // this host).
-  const ChunkLayout shards = EvenChunks(count, local_n, element);
-  TUTTI_RETURN_IF_ERROR(RingReduceScatter(local, data, shards, dtype, op, local_n - 1));
-  // Phase 2: shard j across the hosts among the members of local index j. Every host's shard j
-  // has the same bounds (same count, same local_n), and every member of the cross group picks
-  // the same of the two algorithms from the shard's size.
-  char* shard = data + shards.begin[local_index];
-  const size_t shard_bytes = shards.size[local_index], shard_count = shard_bytes / element;
-  if (shard_count > 0)
-    TUTTI_RETURN_IF_ERROR(shard_bytes <= kDirectAllreduceMaxBytes
-                              ? DirectAllreduce(cross, shard, shard_count, dtype, op)
-                              : RingAllreduce(cross, shard, shard_count, dtype, op));
-  // Phase 3: within the host; local member j starts with chunk j.
-  return RingAllgather(local, data, shards, local_index);
-}
-
-Status ChosenAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op,
-                       AllreduceAlgorithm* used) {
-  const AllreduceAlgorithm algorithm =
-      ChooseAllreduce(*ring.members, ring.topology, count * ElementSize(dtype), dtype, op);
-  if (used) *used = algorithm;
-  switch (algorithm) {
-    case AllreduceAlgorithm::kDirect: return DirectAllreduce(ring, buffer, count, dtype, op);
-    case AllreduceAlgorithm::kRing: return RingAllreduce(ring, buffer, count, dtype, op);
-    case AllreduceAlgorithm::kHierarchical:
-      return HierarchicalAllreduce(ring, GroupByHost(*ring.members, *ring.topology, ring.self),
-                                   buffer, count, dtype, op);
+Status ChosenAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
+  switch (Record(ring, ChooseAllreduce(*ring.members, ring.topology, count * ElementSize(dtype),
+                                       dtype, op))) {
+    case Algorithm::kDirect: return DirectAllreduce(ring, buffer, count, dtype, op);
+    case Algorithm::kHierarchical:
+      return HierarchicalAllreduce(ring, MyGroups(ring), buffer, count, dtype, op);
+    default: return RingAllreduce(ring, buffer, count, dtype, op);
   }
-  return Status(Code::kInternal, "unknown allreduce algorithm");
+}
+
+Status ChosenAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks) {
+  if (Record(ring, ChooseAllgather(*ring.members, ring.topology, TotalBytes(chunks))) ==
+      Algorithm::kHierarchical)
+    return HierarchicalAllgather(ring, MyGroups(ring), data, chunks);
+  return RingAllgather(ring, data, chunks, ring.members->IndexOf(ring.self));
+}
+
+Status ChosenReducescatter(const RingArgs& ring, char* data, const ChunkLayout& chunks,
+                           DType dtype, ReduceOp op) {
+  if (Record(ring, ChooseReducescatter(*ring.members, ring.topology, TotalBytes(chunks))) ==
+      Algorithm::kHierarchical)
+    return HierarchicalReducescatter(ring, MyGroups(ring), data, chunks, dtype, op);
+  // Shifted by n - 1 so that member i ends up holding chunk i.
+  return RingReduceScatter(ring, data, chunks, dtype, op, ring.members->size() - 1);
+}
+
+Status ChosenBroadcast(const RingArgs& ring, char* data, size_t bytes, int32_t root) {
+  if (Record(ring, ChooseBroadcast(*ring.members, ring.topology, bytes)) == Algorithm::kHierarchical)
+    return HierarchicalBroadcast(ring, MyGroups(ring), data, bytes, root);
+  return TreeBroadcast(ring, data, bytes, root);
 }
 
 }  // namespace tutti::client

@@ -1,9 +1,12 @@
-// Hierarchical allreduce across hosts, and the choice between it and the flat algorithms
-// (docs/algorithms.md, "Hierarchical allreduce"). A set whose members sit on several hosts, the
-// same number on each, reduces in three phases: a ring reduce-scatter within each host (shared
-// memory), one ring allreduce per shard across the hosts among the members with the same local
-// index (so every member drives its own cross-host connections, and all of them carry data),
-// and a ring allgather within each host.
+// Hierarchical collectives across hosts, and the choice between them and the flat algorithms
+// (docs/algorithms.md, "Hierarchical collectives"). A set whose members sit on several hosts, the
+// same number on each, splits every large collective into phases within each host (shared
+// memory) and phases across hosts among the members with the same local index, so that every
+// member drives its own cross-host connections and all of them carry data:
+//   allreduce:     reduce-scatter within the host, allreduce of one shard across, allgather within;
+//   allgather:     allgather across (each member's own chunk), then allgather within, host by host;
+//   reducescatter: reduce-scatter within, host by host, then reduce-scatter across;
+//   broadcast:     tree within the root's host, one slice per local index across, allgather within.
 //
 // The choice is a pure function of the set's topology (the host of each member, as tuttid told
 // every rank at registration), the byte size and the job-wide mode and threshold; every member
@@ -56,18 +59,30 @@ struct HostGroups {
   size_t hosts = 0, per_host = 0;
   MemberList local;  // this member's host, ascending; its position there is its local index
   MemberList cross;  // one member per host: those with this member's local index, ascending
+  // Every host's members as positions in the set's member list, ascending; hosts in the order
+  // of their ids (the same on every member).
+  std::vector<std::vector<size_t>> host_positions;
 };
 HostGroups GroupByHost(const MemberList& members, const SetTopology& topology, int32_t self);
 
-enum class AllreduceAlgorithm { kDirect, kRing, kHierarchical };
-const char* AlgorithmName(AllreduceAlgorithm algorithm);
+// kNone: the collective has no choice to make (alltoall, barrier).
+enum class Algorithm : uint8_t { kNone, kDirect, kRing, kTree, kHierarchical };
+const char* AlgorithmName(Algorithm algorithm);
 
-// The pure choice. dtype and op do not change it today (every reduction is elementwise and the
-// phases keep each element's operand order fixed), but they are inputs so that a later rule, a
-// dtype whose reduction costs more than the link, say, stays a function of what every member
-// agrees on.
-AllreduceAlgorithm ChooseAllreduce(const MemberList& members, const SetTopology* topology,
-                                   size_t bytes, DType dtype, ReduceOp op);
+// Whether a collective of `bytes` in all runs hierarchically on this set: the mode allows it,
+// the size reaches the threshold (auto), and the hosts are uniform (GroupByHost).
+bool ChooseHierarchy(const MemberList& members, const SetTopology* topology, size_t bytes);
+
+// The pure choices, one per collective; `bytes`: the whole buffer (allgather: every member's
+// rows; reducescatter: the input). dtype and op do not change the allreduce's today (every
+// reduction is elementwise and the phases keep each element's operand order fixed), but they are
+// inputs so that a later rule, a dtype whose reduction costs more than the link, say, stays a
+// function of what every member agrees on.
+Algorithm ChooseAllreduce(const MemberList& members, const SetTopology* topology, size_t bytes,
+                          DType dtype, ReduceOp op);
+Algorithm ChooseAllgather(const MemberList& members, const SetTopology* topology, size_t bytes);
+Algorithm ChooseReducescatter(const MemberList& members, const SetTopology* topology, size_t bytes);
+Algorithm ChooseBroadcast(const MemberList& members, const SetTopology* topology, size_t bytes);
 
 // The three phases, for a set GroupByHost found uniform. Reduction order of every element:
 // within each host, the ring reduce-scatter's (chunk j of the host's L chunks starts at local
@@ -77,8 +92,31 @@ AllreduceAlgorithm ChooseAllreduce(const MemberList& members, const SetTopology*
 Status HierarchicalAllreduce(const RingArgs& ring, const HostGroups& groups, void* buffer,
                              size_t count, DType dtype, ReduceOp op);
 
-// ChooseAllreduce, then the algorithm it names. `*used`, if given, says which ran.
-Status ChosenAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op,
-                       AllreduceAlgorithm* used = nullptr);
+// `chunks`: one per member, in set order; this member starts with its own. Afterwards every
+// member holds all of them. Across hosts, the cross ring of this member's local index; then,
+// for each host in turn, the host's ring passes that host's chunks. Copies only.
+Status HierarchicalAllgather(const RingArgs& ring, const HostGroups& groups, char* data,
+                             const ChunkLayout& chunks);
+
+// `chunks`: one per member, in set order, of a buffer every member holds whole. Afterwards the
+// member at position i holds chunk i reduced over every member. Reduction order of an element
+// of member m's chunk: within each host, the host ring's reduce-scatter order over that host's
+// copies (ending at the member with m's local index); across hosts, the cross ring's order over
+// those per-host partial sums (ending at m).
+Status HierarchicalReducescatter(const RingArgs& ring, const HostGroups& groups, char* data,
+                                 const ChunkLayout& chunks, DType dtype, ReduceOp op);
+
+// `bytes` of `data` from `root` (a member's rank) to every member: a tree within the root's host,
+// then slice j of L even slices across hosts from the root host's member of local index j (a
+// tree over the cross group), then, on every other host, an allgather of the L slices.
+Status HierarchicalBroadcast(const RingArgs& ring, const HostGroups& groups, char* data,
+                             size_t bytes, int32_t root);
+
+// Choose*, then the algorithm it names, recorded in `*ring.ran` where given.
+Status ChosenAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
+Status ChosenAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks);
+Status ChosenReducescatter(const RingArgs& ring, char* data, const ChunkLayout& chunks,
+                           DType dtype, ReduceOp op);
+Status ChosenBroadcast(const RingArgs& ring, char* data, size_t bytes, int32_t root);
 
 }  // namespace tutti::client

@@ -199,17 +199,10 @@ Status Lane::ExecuteOnDevice(const RingArgs& ring, Work& work) {
   return status;
 }
 
-const char* Lane::AllreduceAlgorithmOf(const Work& work) const {
-  const auto& spec = work.front().request->operation().spec;
-  const auto dtype = static_cast<DType>(spec.dtype());
-  size_t count = 0;
-  for (const auto& part : work) count += part.request->operation().count;
-  return AlgorithmName(ChooseAllreduce(members_, &topology_, count * ElementSize(dtype), dtype,
-                                       static_cast<ReduceOp>(spec.reduce_op())));
-}
-
 Status Lane::Execute(Work& work) {
-  const RingArgs ring{context_.get(), &members_, self_, step_timeout_, &scratch_, &topology_};
+  // The algorithm the collective chose (hierarchical.h), for the timeline.
+  Algorithm ran = Algorithm::kNone;
+  const RingArgs ring{context_.get(), &members_, self_, step_timeout_, &scratch_, &topology_, &ran};
   const auto& spec = work.front().request->operation().spec;
   Status status;
   const bool on_device = std::any_of(work.begin(), work.end(), [](const FusedPart& part) {
@@ -222,9 +215,7 @@ Status Lane::Execute(Work& work) {
     status = RunCollective(ring, *work.front().request, work.front().member_rows);
     if (timeline_->on()) {
       nlohmann::json args = {{"tensor", spec.name()}};
-      // The algorithm is a pure function of what every member agrees on: asking again here
-      // names the one that ran.
-      if (spec.kind() == wire::COLLECTIVE_ALLREDUCE) args["algorithm"] = AllreduceAlgorithmOf(work);
+      if (ran != Algorithm::kNone) args["algorithm"] = AlgorithmName(ran);
       timeline_->Span(set_id_, ToUpper(wire::KindName(spec.kind())), start, std::move(args));
     }
   } else {
@@ -237,7 +228,7 @@ Status Lane::Execute(Work& work) {
     });
     if (timeline_->on()) {
       nlohmann::json args = {{"tensors", std::move(names)}};
-      if (spec.kind() == wire::COLLECTIVE_ALLREDUCE) args["algorithm"] = AllreduceAlgorithmOf(work);
+      if (ran != Algorithm::kNone) args["algorithm"] = AlgorithmName(ran);
       timeline_->Span(set_id_, "FUSED " + ToUpper(wire::KindName(spec.kind())), start, std::move(args));
     }
   }

@@ -106,7 +106,6 @@ class Lane {
   void DrainWake();
   Status Execute(Work& work);
   // Which allreduce algorithm `work` runs (or ran), for the timeline.
-  const char* AllreduceAlgorithmOf(const Work& work) const;
   Status ExecuteOnDevice(const RingArgs& ring, Work& work);
 
   const int32_t set_id_;

@@ -74,6 +74,25 @@ Status RingAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks
   return Status::Ok();
 }
 
+Status TreeBroadcast(const RingArgs& ring, char* data, size_t bytes, int32_t root) {
+  const MemberList& members = *ring.members;
+  const size_t n = members.size();
+  if (n == 1 || bytes == 0) return Status::Ok();
+  const size_t base = members.IndexOf(root);
+  const size_t rel = (members.IndexOf(ring.self) + n - base) % n;
+  for (size_t mask = 1; mask < n; mask <<= 1) {
+    const auto deadline = transport::Clock::now() + ring.step_timeout;
+    if (rel < mask && rel + mask < n) {
+      const int32_t to = members[(rel + mask + base) % n];
+      TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(to, data, bytes, to, nullptr, 0, deadline));
+    } else if (rel >= mask && rel < 2 * mask) {
+      const int32_t from = members[(rel - mask + base) % n];
+      TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(from, nullptr, 0, from, data, bytes, deadline));
+    }
+  }
+  return Status::Ok();
+}
+
 Status DirectAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
   const Neighbours nb = Around(ring);
   const size_t bytes = count * ElementSize(dtype);

@@ -22,10 +22,13 @@ struct ChunkLayout {
 // one item more.
 ChunkLayout EvenChunks(size_t count, size_t n, size_t item_bytes);
 
-struct SetTopology;  // client/exec/hierarchical.h
+struct SetTopology;             // client/exec/hierarchical.h
+enum class Algorithm : uint8_t;  // client/exec/hierarchical.h
 
 // The ring step bounds each exchange with a neighbour; `scratch` is reused between calls.
-// `topology`: the hosts of the members, for the hierarchical allreduce; null: flat only.
+// `topology`: the hosts of the members, for the hierarchical algorithms; null: flat only.
+// `ran`: where the Chosen* functions (hierarchical.h) record the algorithm they ran, for the
+// timeline; null: not recorded.
 struct RingArgs {
   transport::Context* context;
   const MemberList* members;
@@ -33,6 +36,7 @@ struct RingArgs {
   std::chrono::milliseconds step_timeout;
   std::vector<char>* scratch;
   const SetTopology* topology = nullptr;
+  Algorithm* ran = nullptr;
 };
 
 // Reduces chunk by chunk around the ring; afterwards this rank (at position i in members) holds
@@ -51,6 +55,11 @@ constexpr size_t kRingSegmentBytes = 256 << 10;
 // Allreduces up to this many bytes with one direct exchange instead of the ring (measured on
 // loopback: docs/algorithms.md).
 constexpr size_t kDirectAllreduceMaxBytes = 16 << 10;
+
+// Binomial tree from `root` (a member's rank): in round k the members that have the data
+// (position relative to the root below 2^k) send all `bytes` of it 2^k positions further.
+// ceil(log2 n) rounds; every member but the root receives once.
+Status TreeBroadcast(const RingArgs& ring, char* data, size_t bytes, int32_t root);
 
 // Latency-optimal for small buffers: every rank sends its whole buffer to every other (n - 1
 // concurrent send/recv steps, no chunking) and then reduces all n of them in set order, so every

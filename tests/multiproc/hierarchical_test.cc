@@ -1,7 +1,8 @@
-// The hierarchical allreduce on emulated hosts: H network namespaces ("hosts"), each with its
+// The hierarchical collectives on emulated hosts: H network namespaces ("hosts"), each with its
 // own veth into one bridge in the test's namespace, two ranks in each (consecutive ranks share a
 // host), tuttid on host 0. Real host identities (the namespaces differ), not TUTTI_HOST_ID.
-// Checks exact results below and above the threshold, fused tensors, bitwise-identical averages
+// Checks exact results below and above the threshold, fused tensors, the hierarchical allgather
+// (alone and fused), reducescatter and broadcast (from every root), bitwise-identical averages
 // on every rank, and, through tutti_get_peer_stats, that the ranks talked along the hierarchy
 // (or along the flat ring with TUTTI_HIERARCHICAL=0). Needs root and iproute2; skipped otherwise.
 #include <unistd.h>
@@ -87,6 +88,7 @@ class EmulatedHosts : public ::testing::Test {
       }
       ASSERT_TRUE(ranks[r]->ReadUntil("exact ok", In(240))) << ranks[r]->transcript();
       ASSERT_TRUE(ranks[r]->ReadUntil("fused ok", In(120))) << ranks[r]->transcript();
+      ASSERT_TRUE(ranks[r]->ReadUntil("others ok", In(240))) << ranks[r]->transcript();
       for (int i = 0; i < 4; ++i) {
         auto line = ranks[r]->ReadUntil("hash ", In(120));
         ASSERT_TRUE(line) << ranks[r]->transcript();
