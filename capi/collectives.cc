@@ -69,6 +69,8 @@ static tutti_status_t ReadReduceOptions(const tutti_allreduce_options_t* options
   args->prescale = o.prescale_factor;
   args->postscale = o.postscale_factor;
   args->priority = o.priority;
+  args->compression = {o.compression,         o.compression_ratio, o.adaptive_compressor,
+                       o.adaptive_interval,   o.adaptive_min_bytes, o.adaptive_max_change};
   return TUTTI_OK;
 }
 

@@ -204,6 +204,9 @@ TUTTI_API tutti_status_t tutti_get_set_counters(tutti_runtime_t rt, int32_t set_
     values.bytes = s.bytes;
     values.wait_ns = s.wait_ns;
     values.execute_ns = s.execute_ns;
+    values.tensors_compressed = s.tensors_compressed;
+    values.adaptive_revisits = s.adaptive_revisits;
+    values.adaptive_compress_choices = s.adaptive_compress_choices;
     return WriteVersioned(values, counters, "counters");
   });
 }

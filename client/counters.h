@@ -29,6 +29,9 @@ struct SetCounters {
   std::atomic<uint64_t> bytes{0};        // this rank's input bytes of those tensors
   std::atomic<uint64_t> wait_ns{0};      // submission to the start of execution, summed per tensor
   std::atomic<uint64_t> execute_ns{0};   // on the data plane, summed per collective
+  // Library compression (docs/compression.md, since 0.12): tensors that ran compressed, adaptive
+  // revisits, and the revisits that chose to compress.
+  std::atomic<uint64_t> tensors_compressed{0}, adaptive_revisits{0}, adaptive_compress_choices{0};
 };
 
 }  // namespace tutti::client

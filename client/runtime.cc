@@ -257,7 +257,9 @@ Status Runtime::GetSetCounters(int32_t set_id, SetCountersSnapshot* snapshot) {
   if (it == set_counters_.end()) return Status::Ok();
   const SetCounters& c = *it->second;
   *snapshot = {c.collectives.load(), c.tensors.load(), c.tensors_fused.load(), c.bytes.load(),
-               c.wait_ns.load(), c.execute_ns.load()};
+               c.wait_ns.load(), c.execute_ns.load(),
+               c.tensors_compressed.load(), c.adaptive_revisits.load(),
+               c.adaptive_compress_choices.load()};
   return Status::Ok();
 }
 

@@ -98,7 +98,8 @@ class Runtime : private LinkListener, private FastPathPort {
   // This rank's work in one of its sets since init (tutti_get_set_counters). Any thread.
   struct SetCountersSnapshot {
     uint64_t collectives = 0, tensors = 0, tensors_fused = 0, bytes = 0, wait_ns = 0,
-             execute_ns = 0;
+             execute_ns = 0, tensors_compressed = 0, adaptive_revisits = 0,
+             adaptive_compress_choices = 0;
   };
   Status GetSetCounters(int32_t set_id, SetCountersSnapshot* snapshot);
 

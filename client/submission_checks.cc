@@ -1,6 +1,8 @@
 #include "client/submission_checks.h"
 
 #include <algorithm>
+#include <functional>
+#include <sstream>
 
 #include "client/exec/gpu_module_loader.h"
 #include "common/dtype.h"
@@ -9,6 +11,13 @@ namespace tutti::client {
 namespace {
 
 Status Invalid(std::string message) { return Status(Code::kInvalidArgument, std::move(message)); }
+
+// Shortest text that reads back as `value` ("0.5", "1e-09").
+std::string FormatNumber(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
 
 std::string DeviceName(const TensorArgs& t) {
   return t.device_type == kDeviceTypeCuda ? "cuda:" + std::to_string(t.device_index) : "cpu";
@@ -41,6 +50,47 @@ Status CheckTensor(const char* which, const TensorArgs& t, size_t* count) {
     elements *= d;
   }
   *count = static_cast<size_t>(elements);
+  return Status::Ok();
+}
+
+// The compression settings of an allreduce (docs/compression.md), into `spec`.
+Status CheckCompression(const CollectiveArgs& args, const std::function<Status(const std::string&)>& invalid,
+                        const std::string& label, wire::TensorSpec* spec) {
+  const auto& c = args.compression;
+  if (c.kind == 0) return Status::Ok();
+  if (c.kind < 0 || c.kind > 4) return invalid("unknown compression " + std::to_string(c.kind));
+  if (args.kind != wire::COLLECTIVE_ALLREDUCE) return invalid("compression applies to allreduce only");
+  if (args.input.device_type != kDeviceTypeCpu)
+    return Status(Code::kUnsupported, label + ": compression of device tensors is not supported "
+                                              "yet; reduce them uncompressed");
+  if (args.input.dtype != static_cast<int32_t>(DType::kFloat32))
+    return invalid(std::string("compression needs a float32 tensor, not ") + DTypeName(args.input.dtype));
+  if (args.reduce_op != static_cast<int32_t>(ReduceOp::kSum) &&
+      args.reduce_op != static_cast<int32_t>(ReduceOp::kAverage))
+    return invalid("compression applies to sum and average only");
+  const bool topk = c.kind == 3 || (c.kind == 4 && c.adaptive_compressor == 3);
+  if (topk && !(c.ratio > 0.0 && c.ratio <= 1.0))
+    return invalid("the top-k ratio must be in (0, 1], not " + FormatNumber(c.ratio));
+  if (c.kind == 4) {
+    if (c.adaptive_compressor < 1 || c.adaptive_compressor > 3)
+      return invalid("adaptive compression needs fp16, bf16 or top-k as its compressor, not " +
+                     std::to_string(c.adaptive_compressor));
+    if (c.adaptive_interval < 1)
+      return invalid("the adaptive interval must be at least 1, not " + std::to_string(c.adaptive_interval));
+    if (c.adaptive_min_bytes < 0)
+      return invalid("the adaptive minimum size is negative: " + std::to_string(c.adaptive_min_bytes));
+    if (!(c.adaptive_max_change >= 0.0))
+      return invalid("the adaptive maximum change must be at least 0, not " + FormatNumber(c.adaptive_max_change));
+  }
+  wire::Compression* out = spec->mutable_compression();
+  out->set_kind(c.kind);
+  if (topk) out->set_ratio(c.ratio);
+  if (c.kind == 4) {
+    out->set_adaptive_compressor(c.adaptive_compressor);
+    out->set_adaptive_interval(c.adaptive_interval);
+    out->set_adaptive_min_bytes(c.adaptive_min_bytes);
+    out->set_adaptive_max_change(c.adaptive_max_change);
+  }
   return Status::Ok();
 }
 
@@ -84,6 +134,7 @@ Status CheckSubmission(const CollectiveArgs& args, int32_t self, const std::vect
     op->spec.set_postscale(args.postscale);
   }
   op->spec.set_priority(args.priority);
+  TUTTI_RETURN_IF_ERROR(CheckCompression(args, invalid, label, &op->spec));
   const bool p2p = args.kind == wire::POINT_TO_POINT_SEND || args.kind == wire::POINT_TO_POINT_RECV;
   if (p2p) {
     const char* role = args.kind == wire::POINT_TO_POINT_SEND ? "destination" : "source";

@@ -42,6 +42,15 @@ struct CollectiveArgs {
   int32_t tag = 0;                       // send and recv
   std::optional<std::vector<int64_t>> splits;  // alltoall; none: equal splits
   int32_t priority = 0;                  // among tensors released together, higher first
+  // Allreduce: tutti.h TUTTI_COMPRESSION_* and its parameters (kind 0: none).
+  struct Compression {
+    int32_t kind = 0;
+    double ratio = 0.01;
+    int32_t adaptive_compressor = 2;
+    int32_t adaptive_interval = 10;
+    int64_t adaptive_min_bytes = 65536;
+    double adaptive_max_change = 0.2;
+  } compression;
 };
 
 // Checks `args`, submitted by global rank `self` on a set of sorted `members`, and fills what the

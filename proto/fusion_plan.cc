@@ -19,11 +19,13 @@ bool Fusible(const Response& r) {
 
 // Tensors that may share one collective have equal keys: the same device path and device group
 // (every member's tensors on the same GPU, or in host memory), not merely the same device index.
-using Key = std::tuple<int, int32_t, int32_t, double, double, int, int32_t>;
+// Compressed allreduces fuse only with the same compression settings.
+using Key = std::tuple<int, int32_t, int32_t, double, double, int, int32_t, std::string>;
 Key KeyOf(const Response& r) {
   const TensorSpec& s = r.spec();
-  return {s.kind(), s.dtype(), s.reduce_op(), s.prescale(), s.postscale(), r.device_path(),
-          r.device_group()};
+  return {s.kind(),          s.dtype(),          s.reduce_op(),
+          s.prescale(),      s.postscale(),      r.device_path(),
+          r.device_group(),  s.compression().SerializeAsString()};
 }
 
 // How many non-fitting candidates one fused response may look past: bounds the planning cost of

@@ -61,7 +61,11 @@ void CoordinatorLink::OnMonitorEvent() {
     uint32_t value;
     std::memcpy(&id, event.data(), sizeof(id));
     std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof(value));
-    if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED || id == ZMQ_EVENT_DISCONNECTED) {
+    // In an HA group, once this rank's keys were accepted, a handshake that fails without detail
+    // (the connection reset under it) is a member going away mid-handshake, as a leader being
+    // killed does, not a security mismatch: look for the leader as after a disconnection.
+    const bool lost_in_handshake = id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL && ha_ && welcomed_;
+    if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED || id == ZMQ_EVENT_DISCONNECTED || lost_in_handshake) {
       // Only about the endpoint talked to now: one left behind may still report its end.
       if (address.to_string() != endpoint_) continue;
       bool attached, attaching;

@@ -199,6 +199,34 @@ Status Lane::ExecuteOnDevice(const RingArgs& ring, Work& work) {
   return status;
 }
 
+Status Lane::ExecuteCompressed(const RingArgs& ring, Work& work) {
+  const auto start = Timeline::WallClock::now();
+  CompressionReport report;
+  Status status = RunCompressedAllreduce(ring, work, &compression_, &fusion_buffer_, &report);
+  uint64_t compressed = 0, chose_compression = 0;
+  for (compress::Kind kind : report.used) compressed += kind != compress::Kind::kNone;
+  for (const auto& [name, decision] : report.revisits) chose_compression += decision.choice != compress::Kind::kNone;
+  Counters::Add(set_counters_->tensors_compressed, compressed);
+  Counters::Add(set_counters_->adaptive_revisits, report.revisits.size());
+  Counters::Add(set_counters_->adaptive_compress_choices, chose_compression);
+  if (timeline_->on()) {
+    for (const auto& [name, decision] : report.revisits)
+      timeline_->Instant(set_id_, "COMPRESSION_DECISION",
+                         {{"tensor", name},
+                          {"allreduce", decision.allreduce},
+                          {"choice", compress::KindName(decision.choice)},
+                          {"change", decision.change}});
+    nlohmann::json names = nlohmann::json::array(), used = nlohmann::json::array();
+    for (size_t p = 0; p < work.size(); ++p) {
+      names.push_back(work[p].request->name());
+      used.push_back(compress::KindName(report.used[p]));
+    }
+    timeline_->Span(set_id_, work.size() > 1 ? "FUSED ALLREDUCE" : "ALLREDUCE", start,
+                    {{"tensors", std::move(names)}, {"compression", std::move(used)}});
+  }
+  return status;
+}
+
 Status Lane::Execute(Work& work) {
   // The algorithm the collective chose (hierarchical.h), for the timeline.
   Algorithm ran = Algorithm::kNone;
@@ -210,6 +238,8 @@ Status Lane::Execute(Work& work) {
   });
   if (on_device) {
     status = ExecuteOnDevice(ring, work);
+  } else if (spec.kind() == wire::COLLECTIVE_ALLREDUCE && spec.compression().kind() != 0) {
+    status = ExecuteCompressed(ring, work);
   } else if (work.size() == 1) {
     const auto start = Timeline::WallClock::now();
     status = RunCollective(ring, *work.front().request, work.front().member_rows);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "client/counters.h"
+#include "client/exec/compressed_allreduce.h"
 #include "client/exec/device_collectives.h"
 #include "client/exec/fast_path_port.h"
 #include "client/exec/fused_collectives.h"
@@ -105,8 +106,9 @@ class Lane {
   void FastPathFailed(const Status& status);
   void DrainWake();
   Status Execute(Work& work);
-  // Which allreduce algorithm `work` runs (or ran), for the timeline.
   Status ExecuteOnDevice(const RingArgs& ring, Work& work);
+  // An allreduce compressed by the library (compressed_allreduce.h), with its timeline and counters.
+  Status ExecuteCompressed(const RingArgs& ring, Work& work);
 
   const int32_t set_id_;
   const MemberList members_;
@@ -119,6 +121,7 @@ class Lane {
   Timeline* const timeline_;
   std::vector<char> scratch_;
   std::vector<char> fusion_buffer_;  // lane thread only; grows to the largest fused collective
+  CompressionState compression_;     // lane thread only
   std::string peer_lost_cause_;  // lane thread only
   const CommIdRelay relay_;
   const std::function<void(int32_t)> report_closed_;

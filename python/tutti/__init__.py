@@ -16,6 +16,7 @@ import ctypes
 import numpy as np
 
 from . import _capi
+from . import _compression
 from ._core import Buffer, Handle, Runtime
 from .errors import check as _check
 from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, DeviceUnavailableError,
@@ -25,7 +26,7 @@ from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, Device
                      TuttiError,
                      UnknownSetError, UnsupportedError, VersionMismatchError)
 
-__version__ = "0.11.0"
+__version__ = "0.12.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)
@@ -188,15 +189,34 @@ def process_set_rank(set_id): return _rt().process_set_rank(set_id)
 
 
 # ---- collectives: NAME_async returns a Handle, NAME waits -------------------------------------
+class Compression:
+    """Compression for the NumPy API's allreduce: the library's compressors
+    (docs/compression.md). tutti.torch.Compression adds Horovod's framework-side ones."""
+    none = None
+    wire_fp16 = _compression.fp16
+    wire_bf16 = _compression.bf16
+    topk = staticmethod(_compression.topk)
+    adaptive = staticmethod(_compression.adaptive)
+
+
+def _wire(compression):
+    if compression is None or isinstance(compression, _compression.WireCompressor):
+        return compression
+    raise InvalidArgumentError(f"compression must be one of tutti.Compression's, not "
+                               f"{compression!r}")
+
+
 def allreduce_async(array, out=None, op=Sum, name=None, process_set=WORLD, prescale_factor=1.0,
-                    postscale_factor=1.0, priority=0):
-    """Reduces `array` across the set into `out` (a new array if None; may be `array`)."""
+                    postscale_factor=1.0, priority=0, compression=None):
+    """Reduces `array` across the set into `out` (a new array if None; may be `array`).
+    `compression`: one of tutti.Compression's library compressors (docs/compression.md)."""
     source = _buffer(array)
     if out is None:
         out = np.empty_like(source.owner)
     target = _buffer(out, writable=True, what="out")
     return _rt().allreduce(source, target, name, process_set, op, prescale_factor,
-                           postscale_factor, priority, finish=lambda request: out)
+                           postscale_factor, priority, finish=lambda request: out,
+                           compression=_wire(compression))
 
 
 def allreduce(array, out=None, **kwargs):
@@ -204,12 +224,13 @@ def allreduce(array, out=None, **kwargs):
 
 
 def grouped_allreduce_async(arrays, op=Sum, name=None, process_set=WORLD, prescale_factor=1.0,
-                            postscale_factor=1.0, priority=0):
+                            postscale_factor=1.0, priority=0, compression=None):
     sources = [_buffer(a) for a in arrays]
     outs = [np.empty_like(s.owner) for s in sources]
     targets = [_buffer(o, writable=True) for o in outs]
     return _rt().grouped_allreduce(sources, targets, name, process_set, op, prescale_factor,
-                                   postscale_factor, priority, finish=lambda request: outs)
+                                   postscale_factor, priority, finish=lambda request: outs,
+                                   compression=_wire(compression))
 
 
 def grouped_allreduce(arrays, **kwargs):
@@ -300,7 +321,8 @@ def set_counters(process_set=WORLD):
     """What this rank did in one of its sets since init, without asking tuttid: {"collectives",
     "tensors", "tensors_fused", "bytes" (its input bytes), "wait_ns" (submission to the start of
     execution, summed over tensors), "execute_ns" (on the data plane, summed over
-    collectives)}."""
+    collectives), "tensors_compressed", "adaptive_revisits", "adaptive_compress_choices"
+    (library compression: docs/compression.md)}."""
     return _rt().set_counters(getattr(process_set, "process_set_id", process_set))
 def peer_stats(peer, process_set=WORLD):
     """This rank's link with global rank `peer` in the set: {"transport": "shm", "tcp" or "mpi",

@@ -17,6 +17,8 @@ DTYPE_INT8, DTYPE_UINT8, DTYPE_INT32, DTYPE_INT64 = 5, 6, 7, 8
 DTYPE_INT16, DTYPE_BOOL = 9, 10  # ABI 0.5
 
 OP_SUM, OP_AVERAGE, OP_MIN, OP_MAX, OP_PRODUCT = 1, 2, 3, 4, 5
+(COMPRESSION_NONE, COMPRESSION_FP16, COMPRESSION_BF16, COMPRESSION_TOPK,
+ COMPRESSION_ADAPTIVE) = 0, 1, 2, 3, 4
 
 DEVICE_CPU, DEVICE_CUDA = 0, 1
 WORLD = 0
@@ -76,6 +78,13 @@ class AllreduceOptions(ctypes.Structure):
         ("prescale_factor", ctypes.c_double),
         ("postscale_factor", ctypes.c_double),
         ("priority", ctypes.c_int32),
+        # Since 0.12: library compression (docs/compression.md).
+        ("compression", ctypes.c_int32),
+        ("compression_ratio", ctypes.c_double),
+        ("adaptive_compressor", ctypes.c_int32),
+        ("adaptive_interval", ctypes.c_int32),
+        ("adaptive_min_bytes", ctypes.c_int64),
+        ("adaptive_max_change", ctypes.c_double),
     ]
 
 
@@ -112,7 +121,8 @@ class SetCounters(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("set_id", ctypes.c_int32)] + [
         (name, ctypes.c_uint64)
         for name in ("collectives", "tensors", "tensors_fused", "bytes", "wait_ns",
-                     "execute_ns")
+                     "execute_ns", "tensors_compressed", "adaptive_revisits",
+                     "adaptive_compress_choices")
     ]
 
 

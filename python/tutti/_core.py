@@ -274,13 +274,22 @@ def _name(name):
     return None if name is None else name.encode("utf-8")
 
 
-def _reduce_options(op, prescale, postscale, priority):
+def _reduce_options(op, prescale, postscale, priority, compression=None):
+    """`compression`: a tutti._compression.WireCompressor, or None (the library's defaults)."""
     options = _capi.AllreduceOptions()
     options.struct_size = ctypes.sizeof(_capi.AllreduceOptions)
     options.reduce_op = op
     options.prescale_factor = prescale
     options.postscale_factor = postscale
     options.priority = priority
+    options.compression = _capi.COMPRESSION_NONE
+    options.compression_ratio = 0.01
+    options.adaptive_compressor = _capi.COMPRESSION_BF16
+    options.adaptive_interval = 10
+    options.adaptive_min_bytes = 65536
+    options.adaptive_max_change = 0.2
+    if compression is not None:
+        compression.fill(options)
     return options
 
 
@@ -449,16 +458,16 @@ class Runtime:
 
     # `finish`, where given, maps the completed request to the handle's result (default: None).
     def allreduce(self, buffer, output, name=None, set_id=0, op=_capi.OP_AVERAGE, prescale=1.0,
-                  postscale=1.0, priority=0, finish=None):
+                  postscale=1.0, priority=0, finish=None, compression=None):
         device = device_of([("input", buffer), ("output", output)])
         (t_in, s_in), (t_out, s_out) = buffer.describe(), output.describe()
-        options = _reduce_options(op, prescale, postscale, priority)
+        options = _reduce_options(op, prescale, postscale, priority, compression)
         return self._submit(lambda r: _capi.tutti_allreduce(
             self.handle, _name(name), set_id, ctypes.byref(t_in), ctypes.byref(t_out),
             ctypes.byref(options), r), (buffer, output, s_in, s_out), finish, device)
 
     def grouped_allreduce(self, buffers, outputs, name=None, set_id=0, op=_capi.OP_AVERAGE,
-                          prescale=1.0, postscale=1.0, priority=0, finish=None):
+                          prescale=1.0, postscale=1.0, priority=0, finish=None, compression=None):
         device = device_of([(f"tensors[{i}]", b) for i, b in enumerate(buffers)] +
                            [(f"outputs[{i}]", o) for i, o in enumerate(outputs)])
         ins = (_capi.Tensor * len(buffers))()
@@ -469,7 +478,7 @@ class Runtime:
             shapes.append(s)
             outs[i], s = o.describe()
             shapes.append(s)
-        options = _reduce_options(op, prescale, postscale, priority)
+        options = _reduce_options(op, prescale, postscale, priority, compression)
         return self._submit(lambda r: _capi.tutti_grouped_allreduce(
             self.handle, _name(name), set_id, len(buffers), ins, outs, ctypes.byref(options), r),
             (buffers, outputs, ins, outs, shapes), finish, device)

@@ -40,11 +40,33 @@ bool Agree(const wire::TensorSpec& a, const wire::TensorSpec& b) {
   bool reduce = true;
   if (Reduces(a.kind()))
     reduce = a.reduce_op() == b.reduce_op() && a.prescale() == b.prescale() &&
-             a.postscale() == b.postscale();
+             a.postscale() == b.postscale() &&
+             a.compression().SerializeAsString() == b.compression().SerializeAsString();
   const bool root = a.kind() != wire::COLLECTIVE_BROADCAST || a.root() == b.root();
   // Not the device: members use different GPU indices, and a set may mix host and device tensors
   // (ChooseDevicePath decides how such a collective runs).
   return a.dtype() == b.dtype() && shapes && reduce && root;
+}
+
+const char* CompressorName(int32_t kind) {
+  switch (kind) {
+    case 1: return "fp16";
+    case 2: return "bf16";
+    case 3: return "topk";
+    case 4: return "adaptive";
+    default: return "unknown";
+  }
+}
+
+// "fp16", "topk(0.01)", "adaptive(bf16, every 10, >= 65536 bytes, change <= 0.2)".
+std::string DescribeCompression(const wire::Compression& c) {
+  auto with_ratio = [&](int32_t kind) {
+    return kind == 3 ? fmt::format("topk({})", c.ratio()) : std::string(CompressorName(kind));
+  };
+  if (c.kind() != 4) return with_ratio(c.kind());
+  return fmt::format("adaptive({}, every {}, >= {} bytes, change <= {})",
+                     with_ratio(c.adaptive_compressor()), c.adaptive_interval(),
+                     c.adaptive_min_bytes(), c.adaptive_max_change());
 }
 
 }  // namespace
@@ -57,6 +79,7 @@ std::string DescribeSpec(const wire::TensorSpec& spec) {
     text += fmt::format(" op={}", ReduceOpName(spec.reduce_op()));
     if (spec.prescale() != 1.0) text += fmt::format(" prescale={}", spec.prescale());
     if (spec.postscale() != 1.0) text += fmt::format(" postscale={}", spec.postscale());
+    if (spec.compression().kind() != 0) text += " compression=" + DescribeCompression(spec.compression());
   }
   if (spec.kind() == wire::COLLECTIVE_BROADCAST) text += fmt::format(" root={}", spec.root());
   if (!spec.group().empty())

@@ -95,7 +95,8 @@ def test_set_counters_give_each_rank_its_own_work_per_set():
         world = dict(zip(*[iter([line for line in lines if line.startswith("world ")][0]
                                 .split()[1:])] * 2))
         assert {k: int(v) for k, v in world.items() if k not in ("wait_ns", "execute_ns")} == {
-            "collectives": 4, "tensors": 4, "tensors_fused": 0, "bytes": 4 * 4096}, lines
+            "collectives": 4, "tensors": 4, "tensors_fused": 0, "bytes": 4 * 4096,
+            "tensors_compressed": 0, "adaptive_revisits": 0, "adaptive_compress_choices": 0}, lines
         assert int(world["wait_ns"]) > 0 and int(world["execute_ns"]) > 0, lines
         if r < 2:
             mine = dict(zip(*[iter([line for line in lines if line.startswith("set ")][0]

@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 11
+#define TUTTI_VERSION_MINOR 12
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -86,6 +86,23 @@ typedef int32_t tutti_status_t;
 #define TUTTI_OP_MIN 3
 #define TUTTI_OP_MAX 4
 #define TUTTI_OP_PRODUCT 5
+
+/* Compression of an allreduce on the wire, done by the library (docs/compression.md); float32
+ * host tensors, sum or average. Every member passes the same settings (else TUTTI_ERR_MISMATCH).
+ * FP16, BF16: each member sends 16-bit values and adds what it receives to its own in float32;
+ * the result is the sum rounded to 16 bits once per ring hop, the same bits on every member.
+ * TOPK: each member sends its compression_ratio largest-magnitude elements (index and value) of
+ * input + the error it kept from earlier allreduces of the same tensor name, and keeps the rest
+ * as that error (error feedback); the result is the sum of what was sent, the same everywhere.
+ * ADAPTIVE: per tensor, every adaptive_interval allreduces, compresses with adaptive_compressor
+ * those of at least adaptive_min_bytes whose reduced gradient's norm spread by at most
+ * adaptive_max_change ((max - min) / max) over the last interval; the others stay exact. Decided
+ * from the reduced results, which every member holds bit for bit, so all decide alike. */
+#define TUTTI_COMPRESSION_NONE 0
+#define TUTTI_COMPRESSION_FP16 1
+#define TUTTI_COMPRESSION_BF16 2
+#define TUTTI_COMPRESSION_TOPK 3
+#define TUTTI_COMPRESSION_ADAPTIVE 4
 
 #define TUTTI_DEVICE_CPU 0
 #define TUTTI_DEVICE_CUDA 1
@@ -298,9 +315,21 @@ typedef struct tutti_allreduce_options {
    * order). Every member sees the same order; the coordinator uses the lowest-ranked member's
    * value. */
   int32_t priority;
+  /* Since 0.12 (allreduce only; reducescatter refuses anything but NONE): TUTTI_COMPRESSION_*
+   * and its parameters, see above. compression_ratio: TOPK's fraction in (0, 1] (default 0.01).
+   * The adaptive_* fields apply to ADAPTIVE only (defaults: BF16, every 10 allreduces, 64 KiB,
+   * 0.2). */
+  int32_t compression;
+  double compression_ratio;
+  int32_t adaptive_compressor;
+  int32_t adaptive_interval;
+  int64_t adaptive_min_bytes;
+  double adaptive_max_change;
 } tutti_allreduce_options_t;
 
-#define TUTTI_ALLREDUCE_OPTIONS_INIT {sizeof(tutti_allreduce_options_t), TUTTI_OP_SUM, 1.0, 1.0, 0}
+#define TUTTI_ALLREDUCE_OPTIONS_INIT                                                         \
+  {sizeof(tutti_allreduce_options_t), TUTTI_OP_SUM, 1.0, 1.0, 0, TUTTI_COMPRESSION_NONE, 0.01, \
+   TUTTI_COMPRESSION_BF16, 10, 65536, 0.2}
 
 /* Starts an allreduce of `input` into `output` (same dtype and element count; they may alias) on
  * a process set the caller belongs to. `name` identifies the tensor across ranks and must be
@@ -489,9 +518,14 @@ typedef struct tutti_set_counters {
   uint64_t wait_ns;       /* submission to the start of execution (negotiation, or the members'
                              fast path, and the set's queue), summed over tensors */
   uint64_t execute_ns;    /* on the data plane, summed over collectives */
+  /* Since 0.12, library compression (TUTTI_COMPRESSION_*): tensors that ran compressed, the
+   * adaptive policy's revisits, and those of its revisits that chose to compress. */
+  uint64_t tensors_compressed;
+  uint64_t adaptive_revisits;
+  uint64_t adaptive_compress_choices;
 } tutti_set_counters_t;
 
-#define TUTTI_SET_COUNTERS_INIT {sizeof(tutti_set_counters_t), 0, 0, 0, 0, 0, 0, 0}
+#define TUTTI_SET_COUNTERS_INIT {sizeof(tutti_set_counters_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /* TUTTI_ERR_UNKNOWN_SET, or TUTTI_ERR_NOT_A_MEMBER when this rank is not in the set. */
 TUTTI_API tutti_status_t tutti_get_set_counters(tutti_runtime_t runtime, int32_t set_id,

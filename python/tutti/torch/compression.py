@@ -1,7 +1,8 @@
 """Gradient compression for allreduce, as horovod.torch.Compression."""
 import torch
 
-from .._compression import Compressor, NoneCompressor  # noqa: F401 - part of the API
+from .. import _compression
+from .._compression import Compressor, NoneCompressor, WireCompressor  # noqa: F401 - part of the API
 
 
 class FP16Compressor(Compressor):
@@ -19,5 +20,13 @@ class FP16Compressor(Compressor):
 
 
 class Compression:
+    """Horovod's `none` and `fp16` (a cast in torch, summed in float16), and tutti's library
+    compressors (docs/compression.md), which compress float32 CPU tensors on the wire and reduce
+    in float32: `wire_fp16`, `wire_bf16`, `topk(ratio)` with error feedback, and
+    `adaptive(...)`, which picks per tensor from measured statistics, alike on every member."""
     none = NoneCompressor
     fp16 = FP16Compressor
+    wire_fp16 = _compression.fp16
+    wire_bf16 = _compression.bf16
+    topk = staticmethod(_compression.topk)
+    adaptive = staticmethod(_compression.adaptive)

@@ -38,17 +38,17 @@ def _reduce_compressed(compression, tensors, differentiable, plain):
 # ---- allreduce ----------------------------------------------------------------------------------
 class _Allreduce(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale, postscale, process_set):
+    def forward(ctx, tensor, name, op, prescale, postscale, process_set, compression=None):
         ctx.args = (op, prescale, postscale, process_set)
         return synchronize(allreduce_async(tensor, None, name, op, prescale, postscale,
-                                           process_set))
+                                           process_set, compression=compression))
 
     @staticmethod
     def backward(ctx, grad_output):
         op, prescale, postscale, process_set = ctx.args
         grad = allreduce(grad_output, op=op, prescale_factor=prescale,
                          postscale_factor=postscale, process_set=process_set)
-        return grad, None, None, None, None, None
+        return grad, None, None, None, None, None, None
 
 
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
@@ -57,23 +57,24 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     op = reduce_op(op, average)
     args = (name, op, prescale_factor, postscale_factor, process_set)
     return _reduce_compressed(
-        compression, [tensor], lambda t: [_Allreduce.apply(t, *args)],
-        lambda ts: [synchronize(allreduce_async(ts[0], None, *args))])[0]
+        compression, [tensor], lambda t: [_Allreduce.apply(t, *args, compression)],
+        lambda ts: [synchronize(allreduce_async(ts[0], None, *args, compression=compression))])[0]
 
 
 class _GroupedAllreduce(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
+    def forward(ctx, name, op, prescale, postscale, process_set, compression, *tensors):
         ctx.args = (op, prescale, postscale, process_set)
         return tuple(synchronize(grouped_allreduce_async(list(tensors), None, name, op, prescale,
-                                                         postscale, process_set)))
+                                                         postscale, process_set,
+                                                         compression=compression)))
 
     @staticmethod
     def backward(ctx, *grad_output):
         op, prescale, postscale, process_set = ctx.args
         grads = grouped_allreduce(list(grad_output), op=op, prescale_factor=prescale,
                                   postscale_factor=postscale, process_set=process_set)
-        return (None, None, None, None, None, *grads)
+        return (None, None, None, None, None, None, *grads)
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
@@ -81,8 +82,8 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
     op = reduce_op(op, average)
     args = (name, op, prescale_factor, postscale_factor, process_set)
     return _reduce_compressed(
-        compression, tensors, lambda *ts: _GroupedAllreduce.apply(*args, *ts),
-        lambda ts: synchronize(grouped_allreduce_async(ts, None, *args)))
+        compression, tensors, lambda *ts: _GroupedAllreduce.apply(*args, compression, *ts),
+        lambda ts: synchronize(grouped_allreduce_async(ts, None, *args, compression=compression)))
 
 
 # ---- allgather ----------------------------------------------------------------------------------

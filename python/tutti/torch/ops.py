@@ -15,7 +15,7 @@ import warnings
 import torch
 
 import tutti as _tutti
-from tutti import _capi
+from tutti import _capi, _compression
 from tutti.errors import DuplicateNameError, InvalidArgumentError, UnsupportedError
 from tutti.errors import TimeoutError as _TuttiTimeout
 
@@ -193,34 +193,46 @@ def reduce_op(op, average):
     return op
 
 
-def _allreduce(source, output, name, op, prescale, postscale, process_set, priority=0):
+def _wire(compression, tensor):
+    """The library compression for `tensor`: float32 CPU tensors only (others run exact, as
+    Horovod's fp16 leaves non-floating tensors alone)."""
+    return _compression.wire_settings(
+        compression, tensor.dtype == torch.float32 and tensor.device.type == "cpu")
+
+
+def _allreduce(source, output, name, op, prescale, postscale, process_set, priority=0,
+               compression=None):
     """One allreduce of `source` into `output`; returns the request."""
     if op == Adasum:
         return _adasum.allreduce(source, output, name, prescale, postscale, process_set)
     return _tutti._rt().allreduce(buffer(source), buffer(output), name, set_id(process_set), op,
-                                  prescale, postscale, priority)
+                                  prescale, postscale, priority,
+                                  compression=_wire(compression, source))
 
 
 # ---- allreduce ----------------------------------------------------------------------------------
 @_named_request
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0, process_set=global_process_set):
-    """Reduces into a new tensor; returns a handle."""
+                    postscale_factor=1.0, process_set=global_process_set, compression=None):
+    """Reduces into a new tensor; returns a handle. `compression`: a library compressor
+    (Compression.wire_fp16, ...), or None."""
     op = reduce_op(op, average)
     source = contiguous(tensor.detach())
     output = torch.empty_like(source)
-    request = _allreduce(source, output, name, op, prescale_factor, postscale_factor, process_set)
+    request = _allreduce(source, output, name, op, prescale_factor, postscale_factor, process_set,
+                         compression=compression)
     return _register(request, lambda _: output)
 
 
 @_named_request
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0, process_set=global_process_set, priority=0):
+                     postscale_factor=1.0, process_set=global_process_set, priority=0,
+                     compression=None):
     """Reduces `tensor` in place; returns a handle (synchronize returns `tensor`)."""
     op = reduce_op(op, average)
     work = contiguous(tensor)
     request = _allreduce(work, work, name, op, prescale_factor, postscale_factor, process_set,
-                         priority)
+                         priority, compression)
     return _register(request, lambda _: tensor if work is tensor else tensor.copy_(work))
 
 
@@ -230,35 +242,42 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                                         postscale_factor, process_set))
 
 
-def _grouped_allreduce(sources, outputs, name, op, prescale, postscale, process_set):
+def _grouped_allreduce(sources, outputs, name, op, prescale, postscale, process_set,
+                       compression=None):
     if op == Adasum:
         requests = [_adasum.allreduce(s, o, None if name is None else f"{name}.{i}", prescale,
                                       postscale, process_set)
                     for i, (s, o) in enumerate(zip(sources, outputs))]
         return _adasum.Group(requests)
+    # One setting for the whole group (tuttid compares it per tensor): compressed only when every
+    # tensor can be.
+    wire = _wire(compression, sources[0]) if all(_wire(compression, s) for s in sources) else None
     return _tutti._rt().grouped_allreduce([buffer(s) for s in sources],
                                           [buffer(o) for o in outputs], name,
-                                          set_id(process_set), op, prescale, postscale)
+                                          set_id(process_set), op, prescale, postscale,
+                                          compression=wire)
 
 
 @_named_request
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                            postscale_factor=1.0, process_set=global_process_set):
+                            postscale_factor=1.0, process_set=global_process_set,
+                            compression=None):
     op = reduce_op(op, average)
     sources = [contiguous(t.detach()) for t in tensors]
     outputs = [torch.empty_like(s) for s in sources]
     request = _grouped_allreduce(sources, outputs, name, op, prescale_factor, postscale_factor,
-                                 process_set)
+                                 process_set, compression)
     return _register(request, lambda _: outputs)
 
 
 @_named_request
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0, process_set=global_process_set):
+                             postscale_factor=1.0, process_set=global_process_set,
+                             compression=None):
     op = reduce_op(op, average)
     works = [contiguous(t) for t in tensors]
     request = _grouped_allreduce(works, works, name, op, prescale_factor, postscale_factor,
-                                 process_set)
+                                 process_set, compression)
 
     def finish(_):
         for t, w in zip(tensors, works):

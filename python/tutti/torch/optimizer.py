@@ -132,14 +132,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         else:
             prescale = postscale = 1.0
         handle = allreduce_async_(compressed, name=name, op=self.op, prescale_factor=prescale,
-                                  postscale_factor=postscale, process_set=self.process_set)
+                                  postscale_factor=postscale, process_set=self.process_set,
+                                  compression=self._compression)
         return handle, ctx
 
     def _grouped_allreduce_grad_async(self, group):
         name = self._parameter_names.get(group[0])
         compressed, ctxs = zip(*[self._compression.compress(p.grad) for p in group])
         handle = grouped_allreduce_async_(list(compressed), name=name, op=self.op,
-                                          process_set=self.process_set)
+                                          process_set=self.process_set,
+                                          compression=self._compression)
         return handle, ctxs
 
     def _make_hook(self, p):
