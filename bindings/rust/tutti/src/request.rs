@@ -52,7 +52,16 @@ impl Slot {
 }
 
 /// Where requests over borrowed buffers are started (see [`Runtime::scope`]). Buffers passed to
-/// it must outlive the scope: declare them before calling `scope`.
+/// it must outlive the scope: declare them before calling `scope`. A buffer that would die
+/// while its request may still be pending is refused at compile time:
+///
+/// ```compile_fail
+/// # let rt = tutti::Runtime::init().unwrap();
+/// rt.scope(|s| {
+///     let mut local = vec![0.0f32; 4]; // dropped at the end of the closure, before the scope
+///     s.allreduce("x", rt.world(), &mut local, tutti::Op::Sum).unwrap();
+/// });
+/// ```
 pub struct Scope<'scope, 'env: 'scope> {
     pub(crate) runtime: &'env Runtime,
     slots: Mutex<Vec<Arc<Slot>>>,
