@@ -72,13 +72,16 @@ impl AllreduceOptions {
 
 impl<'scope, 'env> Scope<'scope, 'env> {
     fn start(&'scope self, name: &str, submit: impl FnOnce(*const std::os::raw::c_char, *mut sys::tutti_request_t) -> i32) -> Result<Request<'scope>> {
-        let c_name = c_string("tensor name", name)?;
+        // "" is C's NULL: an automatic name from a per-set counter (submit in the same order).
+        let c_name = if name.is_empty() { None } else { Some(c_string("tensor name", name)?) };
         let mut handle: sys::tutti_request_t = ptr::null_mut();
-        check(submit(c_name.as_ptr(), &mut handle))?;
+        check(submit(c_name.as_ref().map_or(ptr::null(), |c| c.as_ptr()), &mut handle))?;
         Ok(self.track(handle, name.to_string()))
     }
 
-    /// Reduces `data` in place across the set's members.
+    /// Reduces `data` in place across the set's members. `name` identifies the tensor across
+    /// ranks (unique among this rank's pending requests of the set); "" picks one from a per-set
+    /// counter, so that every member must then submit in the same order.
     pub fn allreduce<T: Element>(
         &'scope self,
         name: &str,
