@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ func startTuttid(t *testing.T) string {
 		build = filepath.Join("..", "..", "..", "build")
 	}
 	cmd := exec.Command(filepath.Join(build, "tuttid"), "--bind", "tcp://127.0.0.1:*")
+	// Killed with the test binary even when it dies without running Cleanup (a panic).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 //! A real tuttid for the integration tests, and ranks as threads of this process (the C ABI
 //! allows several runtimes in one process; each joins the job as its own rank).
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -18,7 +19,21 @@ impl Tuttid {
         let path = std::env::var_os("TUTTI_TUTTID")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("TUTTI_SYS_LIB_DIR")).join("tuttid"));
-        let mut child = Command::new(&path)
+        let mut command = Command::new(&path);
+        // Killed with the test thread that started it, even if this process dies without
+        // unwinding (an abort, a signal): PR_SET_PDEATHSIG, through glibc's variadic prctl.
+        unsafe {
+            command.pre_exec(|| {
+                extern "C" {
+                    fn prctl(option: i32, ...) -> i32;
+                }
+                const PR_SET_PDEATHSIG: i32 = 1;
+                const SIGKILL: u64 = 9;
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = command
             .args(["--bind", "tcp://127.0.0.1:*"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
