@@ -28,6 +28,7 @@ packages=(
   openssh-server openssh-client iproute2     # tuttirun across hosts: sshds in network namespaces (test_ssh_hosts.py)
   etcd-server                                # the HA group's store; tests/ha starts real etcds
   libibverbs-dev ibverbs-utils               # the ibverbs backend; ibv_devices for tests/rdma/device_check.sh
+  rustc cargo bindgen libclang-dev golang-go # the Rust and Go bindings, offline (scripts/test_bindings.sh)
 )
 
 missing=()
