@@ -77,6 +77,10 @@ TUTTI_BUILD_DIR=build stage "test frameworks (mxnet)" 600 \
 # tuttid as a service: config file, systemd notify protocol and unit checks, the status page in
 # headless chromium, Prometheus metrics.
 TUTTI_BUILD_DIR=build stage "test service" 600 /usr/bin/python3 -m pytest -q tests/service
+# The Rust and Go bindings over the release build, offline with Debian's toolchains: cargo and
+# go tests against a real tuttid, both examples on 4 ranks, and a job whose ranks are Python, C,
+# Rust and Go (docs/bindings.md).
+stage "test bindings" 600 bash scripts/test_bindings.sh build
 stage "configure asan+ubsan" 120 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTUTTI_SANITIZE=ON -DTUTTI_GPU=OFF
 stage "build asan+ubsan" 1500 cmake --build build-asan -j "$JOBS"
 # The whole suite again under the sanitizers: it takes about as long as the release suite, and the
