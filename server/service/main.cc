@@ -39,6 +39,7 @@ struct Settings {
   std::string log_level = "info";
   double stall_warning_s = 60, stall_shutdown_s = 0;
   std::string http;
+  tutti::server::HttpCredentials http_credentials;
   size_t metrics_max_sets = tutti::server::SetMetrics::kDefaultMaxLabelledSets;
   std::string curve_secret_key_file, curve_clients_file;
   bool generate_keypair = false;
@@ -139,6 +140,18 @@ void DefineOptions(CLI::App& app, Settings& s) {
                  "serve the status page (/status, /status.json) and Prometheus metrics (/metrics) "
                  "on host:port (port 0: OS-chosen); empty: off")
       ->envname("TUTTID_HTTP");
+  // Secrets: meant for the config file (mode 0600), since a command line is visible to every
+  // user of the machine.
+  app.add_option("--http-token", s.http_credentials.token,
+                 "require this bearer token (Authorization: Bearer ...) on every HTTP endpoint but "
+                 "/healthz; set it in the config file, not on the command line")
+      ->envname("TUTTID_HTTP_TOKEN");
+  app.add_option("--http-user", s.http_credentials.user,
+                 "accept HTTP basic credentials of this user (with --http-password) on every "
+                 "HTTP endpoint but /healthz");
+  app.add_option("--http-password", s.http_credentials.password,
+                 "the password of --http-user; set it in the config file")
+      ->envname("TUTTID_HTTP_PASSWORD");
   app.add_option("--curve-secret-key-file", s.curve_secret_key_file,
                  "require CURVE: tuttid's key pair (TOML, secret_key = \"...\"); needs "
                  "--curve-clients")
@@ -282,7 +295,18 @@ int main(int argc, char** argv) {
                                                        notifier.ping_interval().count());
     tutti::server::Coordinator coordinator(options);
     std::optional<tutti::server::StatusServer> http;
-    if (!settings.http.empty()) http.emplace(settings.http, &board, &metrics);
+    if (!settings.http_credentials.user.empty() && settings.http_credentials.password.empty())
+      throw std::runtime_error("--http-user needs --http-password");
+    if (!settings.http.empty()) {
+      http.emplace(settings.http, &board, &metrics, settings.http_credentials);
+      const bool loopback = settings.http.rfind("127.", 0) == 0 ||
+                            settings.http.rfind("localhost:", 0) == 0 ||
+                            settings.http.rfind("[::1]:", 0) == 0;
+      if (!loopback && !settings.http_credentials.any())
+        spdlog::warn("the status page and metrics on {} need no credentials: anyone who reaches "
+                     "that address reads job names, ranks and counters (set http-token, or "
+                     "http-user and http-password, in the config file)", settings.http);
+    }
     g_coordinator = &coordinator;
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);

@@ -28,8 +28,8 @@ void NotFound(const std::string& text, httplib::Response& res) {
 }  // namespace
 
 StatusServer::StatusServer(const std::string& address, StatusBoard* board,
-                           const ServiceMetrics* metrics)
-    : server_(std::make_unique<httplib::Server>()) {
+                           const ServiceMetrics* metrics, HttpCredentials credentials)
+    : auth_(std::move(credentials)), server_(std::make_unique<httplib::Server>()) {
   const auto colon = address.rfind(':');
   if (colon == std::string::npos)
     throw std::runtime_error("--http must be host:port, got '" + address + "'");
@@ -45,6 +45,16 @@ StatusServer::StatusServer(const std::string& address, StatusBoard* board,
   server_->set_read_timeout(5, 0);
   server_->set_write_timeout(5, 0);
   server_->set_payload_max_length(4096);  // only GETs are served
+  // Before any route: everything but /healthz needs the credentials, when there are some.
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.path == "/healthz" || auth_.Allows(req.get_header_value("Authorization")))
+      return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 401;
+    res.set_header("WWW-Authenticate", "Basic realm=\"tuttid\", charset=\"UTF-8\"");
+    res.set_content("authentication required: send tuttid's bearer token or basic credentials\n",
+                    "text/plain; charset=utf-8");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   server_->Get("/metrics", [board, metrics](const httplib::Request&, httplib::Response& res) {
     board->Request(kSnapshotWait);  // the loop refreshes the gauges on the way
     res.set_content(metrics->Expose(), "text/plain; version=0.0.4; charset=utf-8");
