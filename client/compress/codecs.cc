@@ -5,6 +5,8 @@
 #include <numeric>
 
 #include "client/kernels/half.h"
+#include "client/kernels/reduce_narrow_simd.h"
+#include "common/dtype.h"
 
 namespace tutti::client::compress {
 
@@ -19,25 +21,36 @@ const char* KindName(Kind kind) {
   return "unknown";
 }
 
+namespace {
+
+DType Narrow(Kind kind) { return kind == Kind::kFp16 ? DType::kFloat16 : DType::kBFloat16; }
+
+}  // namespace
+
+// The SIMD kernels do the largest multiple of 8 elements where the CPU has AVX2 and F16C (the
+// same bits as the scalar conversions: nearest even), the scalar loops the rest.
 void Encode(Kind kind, const float* in, uint16_t* out, size_t n) {
+  const size_t done = narrow_simd::Narrow(Narrow(kind), in, out, n);
   if (kind == Kind::kFp16)
-    for (size_t i = 0; i < n; ++i) out[i] = FloatToHalf(in[i]);
+    for (size_t i = done; i < n; ++i) out[i] = FloatToHalf(in[i]);
   else
-    for (size_t i = 0; i < n; ++i) out[i] = FloatToBFloat16(in[i]);
+    for (size_t i = done; i < n; ++i) out[i] = FloatToBFloat16(in[i]);
 }
 
 void Decode(Kind kind, const uint16_t* in, float* out, size_t n) {
+  const size_t done = narrow_simd::Widen(Narrow(kind), in, out, n);
   if (kind == Kind::kFp16)
-    for (size_t i = 0; i < n; ++i) out[i] = HalfToFloat(in[i]);
+    for (size_t i = done; i < n; ++i) out[i] = HalfToFloat(in[i]);
   else
-    for (size_t i = 0; i < n; ++i) out[i] = BFloat16ToFloat(in[i]);
+    for (size_t i = done; i < n; ++i) out[i] = BFloat16ToFloat(in[i]);
 }
 
 void DecodeAdd(Kind kind, const uint16_t* in, float* acc, size_t n) {
+  const size_t done = narrow_simd::WidenAdd(Narrow(kind), in, acc, n);
   if (kind == Kind::kFp16)
-    for (size_t i = 0; i < n; ++i) acc[i] += HalfToFloat(in[i]);
+    for (size_t i = done; i < n; ++i) acc[i] += HalfToFloat(in[i]);
   else
-    for (size_t i = 0; i < n; ++i) acc[i] += BFloat16ToFloat(in[i]);
+    for (size_t i = done; i < n; ++i) acc[i] += BFloat16ToFloat(in[i]);
 }
 
 size_t TopKCount(size_t n, double ratio) {

@@ -102,7 +102,44 @@ TUTTI_SIMD16 size_t ScaleAs(uint16_t* dst, const uint16_t* src, size_t n, float 
   return i;
 }
 
+template <typename Format>
+TUTTI_SIMD16 size_t NarrowAs(const float* in, uint16_t* out, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) Format::Store(out + i, _mm256_loadu_ps(in + i));
+  return i;
+}
+
+template <typename Format>
+TUTTI_SIMD16 size_t WidenAs(const uint16_t* in, float* out, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, Format::Load(in + i));
+  return i;
+}
+
+template <typename Format>
+TUTTI_SIMD16 size_t WidenAddAs(const uint16_t* in, float* acc, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), Format::Load(in + i)));
+  return i;
+}
+
 }  // namespace
+
+size_t Narrow(DType dtype, const float* in, uint16_t* out, size_t n) {
+  if (!Available(dtype)) return 0;
+  return dtype == DType::kFloat16 ? NarrowAs<Half>(in, out, n) : NarrowAs<BFloat16>(in, out, n);
+}
+
+size_t Widen(DType dtype, const uint16_t* in, float* out, size_t n) {
+  if (!Available(dtype)) return 0;
+  return dtype == DType::kFloat16 ? WidenAs<Half>(in, out, n) : WidenAs<BFloat16>(in, out, n);
+}
+
+size_t WidenAdd(DType dtype, const uint16_t* in, float* acc, size_t n) {
+  if (!Available(dtype)) return 0;
+  return dtype == DType::kFloat16 ? WidenAddAs<Half>(in, acc, n) : WidenAddAs<BFloat16>(in, acc, n);
+}
 
 bool Available(DType dtype) {
   static const bool avx2_f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
@@ -126,6 +163,9 @@ size_t Scale(DType dtype, uint16_t* dst, const uint16_t* src, size_t n, float fa
 bool Available(DType) { return false; }
 size_t Combine(DType, uint16_t*, const uint16_t*, size_t, ReduceOp) { return 0; }
 size_t Scale(DType, uint16_t*, const uint16_t*, size_t, float) { return 0; }
+size_t Narrow(DType, const float*, uint16_t*, size_t) { return 0; }
+size_t Widen(DType, const uint16_t*, float*, size_t) { return 0; }
+size_t WidenAdd(DType, const uint16_t*, float*, size_t) { return 0; }
 
 #endif
 

@@ -23,4 +23,11 @@ size_t Combine(DType dtype, uint16_t* acc, const uint16_t* in, size_t n, ReduceO
 // src. Returns how many were done.
 size_t Scale(DType dtype, uint16_t* dst, const uint16_t* src, size_t n, float factor);
 
+// Conversions for library compression (client/compress/codecs.h), over the largest multiple of
+// 8 elements; each returns how many were done. Narrow: float32 -> 16 bits, nearest even.
+// Widen: 16 bits -> float32, exact. WidenAdd: acc[i] += widened in[i], in float32.
+size_t Narrow(DType dtype, const float* in, uint16_t* out, size_t n);
+size_t Widen(DType dtype, const uint16_t* in, float* out, size_t n);
+size_t WidenAdd(DType dtype, const uint16_t* in, float* acc, size_t n);
+
 }  // namespace tutti::narrow_simd

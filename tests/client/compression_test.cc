@@ -8,6 +8,7 @@
 
 #include "client/compress/adaptive_policy.h"
 #include "client/compress/codecs.h"
+#include "client/kernels/half.h"
 
 namespace tutti::client::compress {
 namespace {
@@ -29,6 +30,30 @@ TEST(Codecs, SixteenBitsRoundToNearestEvenAndAccumulateInFloat32) {
   DecodeAdd(Kind::kFp16, half.data(), acc.data(), acc.size());
   EXPECT_EQ(acc[0], 1.5f);
   EXPECT_EQ(acc[3], 65504.5f);  // the sum is float32: beyond float16's range
+}
+
+TEST(Codecs, TheVectorisedPathGivesTheScalarConversionsBits) {
+  // Normal, subnormal (in float16), overflowing and halfway values, more than 8 of them so the
+  // SIMD kernels (where the CPU has them) take the first multiple of 8 and the scalar loop the tail.
+  std::vector<float> in;
+  for (int i = 0; i < 1003; ++i)
+    in.push_back(static_cast<float>(i - 500) * (i % 3 == 0 ? 1e-6f : i % 3 == 1 ? 0.37f : 300.1f));
+  in.push_back(70000.0f);
+  in.push_back(1.0f + 1.0f / 2048);
+  for (Kind kind : {Kind::kFp16, Kind::kBf16}) {
+    std::vector<uint16_t> encoded(in.size());
+    Encode(kind, in.data(), encoded.data(), in.size());
+    std::vector<float> decoded(in.size()), summed(in.size(), 1.0f);
+    Decode(kind, encoded.data(), decoded.data(), in.size());
+    DecodeAdd(kind, encoded.data(), summed.data(), in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      const uint16_t scalar = kind == Kind::kFp16 ? FloatToHalf(in[i]) : FloatToBFloat16(in[i]);
+      ASSERT_EQ(encoded[i], scalar) << KindName(kind) << " element " << i;
+      const float wide = kind == Kind::kFp16 ? HalfToFloat(scalar) : BFloat16ToFloat(scalar);
+      ASSERT_EQ(decoded[i], wide) << KindName(kind) << " element " << i;
+      ASSERT_EQ(summed[i], 1.0f + wide) << KindName(kind) << " element " << i;
+    }
+  }
 }
 
 TEST(TopK, PicksTheLargestMagnitudesTiesToTheLowerIndexAndKeepsTheRest) {
