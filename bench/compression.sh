@@ -21,32 +21,14 @@ TAG=tcb$$
 [ "$(id -u)" -eq 0 ] || { echo "compression.sh: needs root (network namespaces, tc)" >&2; exit 2; }
 [ -x "$BUILD/tuttid" ] && [ -e "$BUILD/libtutti.so" ] || { echo "compression.sh: build tutti first" >&2; exit 2; }
 
+source bench/emulated_hosts.sh
 teardown() {
   [ -n "${TUTTID:-}" ] && kill "$TUTTID" 2>/dev/null && wait "$TUTTID" 2>/dev/null
-  for i in 0 1; do ip netns del $TAG-$i 2>/dev/null || true; done
-  ip link del ${TAG}br 2>/dev/null || true
+  hosts_down $TAG 2
 }
 trap teardown EXIT
-ip link add ${TAG}br type bridge
-ip link set ${TAG}br up
-shaping="tbf rate $RATE burst 2mb latency 50ms"
-applied="$RATE (tbf; no delay)"
-if ip link add ${TAG}t0 type veth peer name ${TAG}t1 && tc qdisc add dev ${TAG}t0 root netem delay 1us 2>/dev/null; then
-  shaping="netem rate $RATE limit 100000"; applied="$RATE (netem)"
-  [ "$DELAY" = 0us ] || { shaping="netem delay $DELAY rate $RATE limit 100000"; applied="$RATE, $DELAY (netem)"; }
-fi
-ip link del ${TAG}t0 2>/dev/null || true
-for i in 0 1; do
-  ip netns add $TAG-$i
-  ip link add ${TAG}r$i type veth peer name ${TAG}n$i
-  ip link set ${TAG}n$i netns $TAG-$i
-  ip link set ${TAG}r$i master ${TAG}br
-  ip link set ${TAG}r$i up
-  ip -n $TAG-$i addr add 10.235.0.$((i + 1))/24 dev ${TAG}n$i
-  ip -n $TAG-$i link set ${TAG}n$i up
-  ip -n $TAG-$i link set lo up
-  tc -n $TAG-$i qdisc add dev ${TAG}n$i root $shaping
-done
+hosts_up $TAG 2 10.235.0 "$RATE" "$DELAY"
+applied=$HOSTS_LINK
 echo "compression.sh: link $applied, $STEPS steps per compressor" >&2
 
 # tuttid in host 0 on an OS-chosen port; its first line names the endpoint.
@@ -54,6 +36,7 @@ exec 3< <(ip netns exec $TAG-0 "$BUILD/tuttid" --bind "tcp://10.235.0.1:*")
 TUTTID=$!
 read -r -t 30 line <&3 || { echo "compression.sh: tuttid did not start" >&2; exit 1; }
 ENDPOINT=$(echo "$line" | grep -o 'tcp://[^ ]*')
+mkdir -p "$DOCS"
 RAW=$DOCS/compression-raw.jsonl
 : >"$RAW"
 for name in $COMPRESSORS; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whether one TCP stream fills a shaped cross-host link, or several connections per host pair
 # would (issue 24): two network namespaces through a bridge, each egress shaped with tbf as
-# bench/multihost.sh shapes it (netem where the kernel has it), iperf3 with 1, 2 and 4 parallel
+# bench/multihost.sh shapes it (bench/emulated_hosts.sh), iperf3 with 1, 2 and 4 parallel
 # streams per link rate. Prints one line per (rate, streams): received Gbit/s and the sender's
 # CPU %.
 #
@@ -15,31 +15,12 @@ TAG=tcs$$
 [ "$(id -u)" -eq 0 ] || { echo "tcp_streams.sh: needs root (network namespaces, tc)" >&2; exit 2; }
 command -v iperf3 >/dev/null || { echo "tcp_streams.sh: iperf3 is missing (apt-get install iperf3)" >&2; exit 2; }
 
-cleanup() {
-  ip link del ${TAG}b 2>/dev/null || true
-  for h in 0 1; do ip netns del $TAG-$h 2>/dev/null || true; done
-}
-trap cleanup EXIT
-
-setup() {  # setup RATE
-  ip link add ${TAG}b type bridge
-  ip link set ${TAG}b up
-  for h in 0 1; do
-    ip netns add $TAG-$h
-    ip link add ${TAG}r$h type veth peer name ${TAG}n$h
-    ip link set ${TAG}n$h netns $TAG-$h
-    ip link set ${TAG}r$h master ${TAG}b
-    ip link set ${TAG}r$h up
-    ip -n $TAG-$h addr add 10.234.0.$((h + 1))/24 dev ${TAG}n$h
-    ip -n $TAG-$h link set ${TAG}n$h up
-    ip -n $TAG-$h link set lo up
-    tc -n $TAG-$h qdisc add dev ${TAG}n$h root tbf rate "$1" burst 2mb latency 50ms
-  done
-}
+source "$(dirname "$0")/emulated_hosts.sh"
+trap 'hosts_down $TAG 2' EXIT
 
 echo "rate,streams,received_gbit_s,sender_cpu_percent"
 for rate in $RATES; do
-  setup "$rate"
+  hosts_up $TAG 2 10.234.0 "$rate"
   for streams in $STREAMS; do
     # -1: the server serves one test and exits; the client retries until it listens.
     ip netns exec $TAG-1 iperf3 -s -1 >/dev/null 2>&1 &
@@ -57,6 +38,6 @@ print(f'{rate},{streams},{end["sum_received"]["bits_per_second"] / 1e9:.3f},'
       f'{end["cpu_utilization_percent"]["host_total"]:.1f}')
 PY
   done
-  cleanup
+  hosts_down $TAG 2
 done
 rm -f /tmp/$TAG.json
