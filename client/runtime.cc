@@ -85,6 +85,10 @@ Status Runtime::Rendezvous() {
   request.set_cache_capacity(options_.cache_capacity);
   request.set_fusion_threshold(options_.fusion_threshold);
   request.set_no_fast_path(!options_.fast_path);
+  request.set_autotune(options_.autotune);
+  request.set_fusion_threshold_pinned(options_.fusion_threshold_pinned);
+  request.set_small_allreduce_bytes(options_.small_allreduce_bytes);
+  request.set_pipeline_bytes(options_.pipeline_bytes);
   request.set_stall_warning_ms(options_.stall_warning_ms);
   request.set_stall_shutdown_ms(options_.stall_shutdown_ms);
   request.set_transport(options_.transport);

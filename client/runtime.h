@@ -203,6 +203,14 @@ class Runtime : private LinkListener, private FastPathPort {
                   // unacknowledged_
   PendingTable pending_;
   std::map<int32_t, std::unique_ptr<Lane>> lanes_;
+  // Autotuned sets (docs/autotune.md): the values of the last Execute that carried a Tuning, for
+  // the collectives of that Execute and the set's fast path; the Welcome's for the others.
+  struct SetTuning {
+    int64_t fusion_threshold = 0;
+    AlgorithmCutoffs cutoffs;
+  };
+  std::map<int32_t, SetTuning> tuning_;  // guarded by mu_
+  SetTuning TuningOf(int32_t set_id);    // takes mu_
   std::vector<std::unique_ptr<Lane>> retired_lanes_;  // of sets re-formed after an orderly leave
   bool shut_down_ = false;
   Status dead_;                      // coordinator lost or this rank evicted: everything fails

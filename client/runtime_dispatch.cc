@@ -13,8 +13,31 @@
 
 namespace tutti::client {
 
+Runtime::SetTuning Runtime::TuningOf(int32_t set_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tuning_.find(set_id);
+  if (it != tuning_.end()) return it->second;
+  // A tuttid of 0.11 sends no cut-offs: the built-in ones.
+  SetTuning job;
+  job.fusion_threshold = welcome_.fusion_threshold();
+  if (welcome_.small_allreduce_bytes() > 0)
+    job.cutoffs.small_allreduce_bytes = static_cast<size_t>(welcome_.small_allreduce_bytes());
+  if (welcome_.pipeline_bytes() > 0) job.cutoffs.pipeline_bytes = static_cast<size_t>(welcome_.pipeline_bytes());
+  return job;
+}
+
 void Runtime::OnExecute(wire::Execute& execute) {
   const int32_t set_id = execute.set_id();
+  if (execute.has_tuning()) {
+    const wire::Tuning& t = execute.tuning();
+    SetTuning values;
+    values.fusion_threshold = t.fusion_threshold();
+    values.cutoffs.small_allreduce_bytes = static_cast<size_t>(std::max<int64_t>(t.small_allreduce_bytes(), 0));
+    values.cutoffs.pipeline_bytes = static_cast<size_t>(std::max<int64_t>(t.pipeline_bytes(), 1));
+    std::lock_guard<std::mutex> lock(mu_);
+    tuning_[set_id] = values;
+  }
+  const AlgorithmCutoffs cutoffs = TuningOf(set_id).cutoffs;
   for (auto& response : *execute.mutable_responses()) {
     const bool failed = wire::Failed(response);
     // The collective's tensors: the response's own, then those fused into it.
@@ -37,7 +60,7 @@ void Runtime::OnExecute(wire::Execute& execute) {
         timeline_.Begin(set_id, *name, "QUEUE");
       }
       parts.push_back(FusedPart{std::move(request), std::move(rows), response.device_path(),
-                                response.device_group()});
+                                response.device_group(), cutoffs});
     }
     if (parts.empty()) continue;
     Status status;

@@ -37,7 +37,8 @@ std::vector<std::vector<FusedPart>> Runtime::Take(int32_t set_id, uint64_t gener
     released.push_back(std::move(response));
   }
   std::vector<std::vector<FusedPart>> works;
-  for (const auto& response : wire::PlanCollectives(std::move(released), welcome_.fusion_threshold())) {
+  const SetTuning tuning = TuningOf(set_id);
+  for (const auto& response : wire::PlanCollectives(std::move(released), tuning.fusion_threshold)) {
     std::vector<const std::string*> names{&response.spec().name()};
     for (const auto& part : response.fused()) names.push_back(&part.name());
     std::vector<FusedPart> parts;
@@ -53,7 +54,8 @@ std::vector<std::vector<FusedPart>> Runtime::Take(int32_t set_id, uint64_t gener
         timeline_.Begin(set_id, *name, "QUEUE");
       }
       const AnnounceCache::Template& t = how[*name];
-      parts.push_back(FusedPart{std::move(request), t.member_rows, t.device_path, t.device_group});
+      parts.push_back(FusedPart{std::move(request), t.member_rows, t.device_path, t.device_group,
+                                tuning.cutoffs});
     }
     if (missing) {
       // As in OnExecute: only possible once the set is already failing.

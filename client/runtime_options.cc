@@ -128,6 +128,7 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   if (requested.fusion_threshold) threshold = *requested.fusion_threshold;
   else TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_FUSION_THRESHOLD"}, &threshold));
   o.fusion_threshold = threshold.value_or(kDefaultFusionThreshold);
+  o.fusion_threshold_pinned = threshold.has_value();
   if (o.fusion_threshold < 0)
     return Status(Code::kInvalidArgument, "the fusion threshold (TUTTI_FUSION_THRESHOLD) must not be negative");
   if (requested.cache_capacity) capacity = *requested.cache_capacity;
@@ -139,6 +140,19 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   std::optional<int64_t> fast_path;
   TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_FAST_PATH"}, &fast_path));
   o.fast_path = fast_path.value_or(1) != 0;
+  std::optional<int64_t> autotune, small, pipeline;
+  TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_AUTOTUNE"}, &autotune));
+  o.autotune = autotune.value_or(0) != 0;
+  TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_SMALL_ALLREDUCE_BYTES"}, &small));
+  if (small && *small < 0)
+    return Status(Code::kInvalidArgument, "TUTTI_SMALL_ALLREDUCE_BYTES must not be negative");
+  TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_PIPELINE_BYTES"}, &pipeline));
+  if (pipeline && *pipeline <= 0)
+    return Status(Code::kInvalidArgument, "TUTTI_PIPELINE_BYTES must be positive");
+  // 0 bytes "pinned" means: never the direct exchange, which the wire says as 0 too; pin it as 1
+  // byte less than anything (no allreduce of 0 bytes moves data).
+  o.small_allreduce_bytes = small ? std::max<int64_t>(*small, 1) : 0;
+  o.pipeline_bytes = pipeline.value_or(0);
   std::optional<double> cycle = requested.cycle_time_ms;
   if (!cycle) TUTTI_RETURN_IF_ERROR(DoubleFromEnv("TUTTI_CYCLE_TIME_MS", &cycle));
   if (cycle && (*cycle < 0 || *cycle > 60000))

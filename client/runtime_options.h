@@ -60,6 +60,12 @@ struct RuntimeOptions {
   // The members' fast path for cached tensors (docs/steady-state.md); TUTTI_FAST_PATH=0 turns it
   // off for the whole job.
   bool fast_path = true;
+  // Per-set autotuning (docs/autotune.md): TUTTI_AUTOTUNE=1. A fusion threshold given (option or
+  // TUTTI_FUSION_THRESHOLD) is pinned, never tuned; so are the two cut-offs when given
+  // (TUTTI_SMALL_ALLREDUCE_BYTES, TUTTI_PIPELINE_BYTES; 0: not given, the built-in values).
+  bool autotune = false;
+  bool fusion_threshold_pinned = false;
+  int64_t small_allreduce_bytes = 0, pipeline_bytes = 0;
   // For the coordinator's stall inspector: 0 = tuttid's default, < 0 = off.
   int64_t stall_warning_ms = 0, stall_shutdown_ms = 0;
   std::string timeline;  // this rank's timeline file, from the start; empty: none

@@ -16,6 +16,12 @@ constexpr uint32_t kMagic = 0x54555454;  // "TUTT"
 // path (Execute.fast_path, SetTensors.fast_path_exit; docs/steady-state.md); 6: HA groups
 // (Frame.term, Redirect, Resume, Resumed, CacheState; docs/high-availability.md)
 constexpr uint32_t kProtocolVersion = 6;
+
+// The algorithm cut-offs' built-in values (docs/algorithms.md), where neither a rank's setting
+// nor an autotuned set says otherwise: allreduces of at most kDefaultSmallAllreduceBytes take the
+// direct exchange; ring steps reduce in pieces of kDefaultPipelineBytes while the rest arrives.
+constexpr int64_t kDefaultSmallAllreduceBytes = 16 << 10;
+constexpr int64_t kDefaultPipelineBytes = 256 << 10;
 // Upper bound on one frame; also the ZeroMQ ZMQ_MAXMSGSIZE of both ends.
 constexpr int64_t kMaxFrameBytes = 16 << 20;
 

@@ -20,6 +20,9 @@ struct FusedPart {
   // The coordinator's choice for the whole collective (the same on every part).
   wire::DevicePath device_path = wire::DEVICE_PATH_HOST;
   int32_t device_group = 0;
+  // The set's cut-offs when tuttid released it (or the fast path agreed on it): the same on every
+  // member for this collective.
+  AlgorithmCutoffs cutoffs;
 };
 
 // Allgather and reducescatter fuse member-major, so that each member's chunk is contiguous: chunk

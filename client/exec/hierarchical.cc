@@ -71,9 +71,9 @@ bool ChooseHierarchy(const MemberList& members, const SetTopology* topology, siz
 }
 
 Algorithm ChooseAllreduce(const MemberList& members, const SetTopology* topology, size_t bytes,
-                          DType /*dtype*/, ReduceOp /*op*/) {
+                          DType /*dtype*/, ReduceOp /*op*/, size_t small_allreduce_bytes) {
   if (ChooseHierarchy(members, topology, bytes)) return Algorithm::kHierarchical;
-  return bytes <= kDirectAllreduceMaxBytes ? Algorithm::kDirect : Algorithm::kRing;
+  return bytes <= small_allreduce_bytes ? Algorithm::kDirect : Algorithm::kRing;
 }
 
 Algorithm ChooseAllgather(const MemberList& members, const SetTopology* topology, size_t bytes) {
@@ -107,7 +107,7 @@ HostGroups MyGroups(const RingArgs& ring) {
 
 Status ChosenAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
   switch (Record(ring, ChooseAllreduce(*ring.members, ring.topology, count * ElementSize(dtype),
-                                       dtype, op))) {
+                                       dtype, op, ring.cutoffs.small_allreduce_bytes))) {
     case Algorithm::kDirect: return DirectAllreduce(ring, buffer, count, dtype, op);
     case Algorithm::kHierarchical:
       return HierarchicalAllreduce(ring, MyGroups(ring), buffer, count, dtype, op);

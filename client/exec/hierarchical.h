@@ -79,7 +79,8 @@ bool ChooseHierarchy(const MemberList& members, const SetTopology* topology, siz
 // inputs so that a later rule, a dtype whose reduction costs more than the link, say, stays a
 // function of what every member agrees on.
 Algorithm ChooseAllreduce(const MemberList& members, const SetTopology* topology, size_t bytes,
-                          DType dtype, ReduceOp op);
+                          DType dtype, ReduceOp op,
+                          size_t small_allreduce_bytes = kDirectAllreduceMaxBytes);
 Algorithm ChooseAllgather(const MemberList& members, const SetTopology* topology, size_t bytes);
 Algorithm ChooseReducescatter(const MemberList& members, const SetTopology* topology, size_t bytes);
 Algorithm ChooseBroadcast(const MemberList& members, const SetTopology* topology, size_t bytes);
@@ -87,7 +88,7 @@ Algorithm ChooseBroadcast(const MemberList& members, const SetTopology* topology
 // The three phases, for a set GroupByHost found uniform. Reduction order of every element:
 // within each host, the ring reduce-scatter's (chunk j of the host's L chunks starts at local
 // member j + 1 and accumulates around the host's ring to local member j); across hosts, the
-// ring's order (or, for a shard of at most kDirectAllreduceMaxBytes, the direct exchange's host
+// ring's order (or, for a shard of at most the small-allreduce cut-off, the direct exchange's host
 // order) over those per-host partial sums; then copies only.
 Status HierarchicalAllreduce(const RingArgs& ring, const HostGroups& groups, void* buffer,
                              size_t count, DType dtype, ReduceOp op);

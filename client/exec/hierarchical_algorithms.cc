@@ -9,7 +9,9 @@ namespace tutti::client {
 namespace {
 
 RingArgs Over(const RingArgs& ring, const MemberList& group) {
-  return RingArgs{ring.context, &group, ring.self, ring.step_timeout, ring.scratch};
+  RingArgs over{ring.context, &group, ring.self, ring.step_timeout, ring.scratch};
+  over.cutoffs = ring.cutoffs;
+  return over;
 }
 
 // The chunks of `positions` (members' positions in the set), in that order.
@@ -47,7 +49,7 @@ Status HierarchicalAllreduce(const RingArgs& ring, const HostGroups& groups, voi
   char* shard = data + shards.begin[local_index];
   const size_t shard_bytes = shards.size[local_index], shard_count = shard_bytes / element;
   if (shard_count > 0)
-    TUTTI_RETURN_IF_ERROR(shard_bytes <= kDirectAllreduceMaxBytes
+    TUTTI_RETURN_IF_ERROR(shard_bytes <= ring.cutoffs.small_allreduce_bytes
                               ? DirectAllreduce(cross, shard, shard_count, dtype, op)
                               : RingAllreduce(cross, shard, shard_count, dtype, op));
   // Phase 3: within the host; local member j starts with chunk j.

@@ -230,7 +230,8 @@ Status Lane::ExecuteCompressed(const RingArgs& ring, Work& work) {
 Status Lane::Execute(Work& work) {
   // The algorithm the collective chose (hierarchical.h), for the timeline.
   Algorithm ran = Algorithm::kNone;
-  const RingArgs ring{context_.get(), &members_, self_, step_timeout_, &scratch_, &topology_, &ran};
+  const RingArgs ring{context_.get(), &members_, self_,   step_timeout_,
+                      &scratch_,      &topology_, &ran, work.front().cutoffs};
   const auto& spec = work.front().request->operation().spec;
   Status status;
   const bool on_device = std::any_of(work.begin(), work.end(), [](const FusedPart& part) {

@@ -52,7 +52,7 @@ Status RingReduceScatter(const RingArgs& ring, char* data, const ChunkLayout& ch
       reduced += elements * element;
     };
     auto on_received = [&](size_t received) {
-      if (received - reduced >= kRingSegmentBytes) reduce_up_to(received);
+      if (received - reduced >= ring.cutoffs.pipeline_bytes) reduce_up_to(received);
     };
     TUTTI_RETURN_IF_ERROR(ring.context->SendRecv(
         nb.next, data + chunks.begin[send], chunks.size[send], nb.prev, ring.scratch->data(),

@@ -9,6 +9,7 @@
 
 #include "common/dtype.h"
 #include "common/member_list.h"
+#include "proto/protocol.h"
 #include "transport/transport.h"
 
 namespace tutti::client {
@@ -25,6 +26,22 @@ ChunkLayout EvenChunks(size_t count, size_t n, size_t item_bytes);
 struct SetTopology;             // client/exec/hierarchical.h
 enum class Algorithm : uint8_t;  // client/exec/hierarchical.h
 
+// Ring reduce-scatter steps reduce what arrived in pieces of at least this size while the rest is
+// still in flight (docs/algorithms.md).
+constexpr size_t kRingSegmentBytes = wire::kDefaultPipelineBytes;
+
+// Allreduces up to this many bytes with one direct exchange instead of the ring (measured on
+// loopback: docs/algorithms.md).
+constexpr size_t kDirectAllreduceMaxBytes = wire::kDefaultSmallAllreduceBytes;
+
+// The two cut-offs a collective runs with: the job's (TUTTI_SMALL_ALLREDUCE_BYTES,
+// TUTTI_PIPELINE_BYTES) or its set's autotuned values, the same on every member for one
+// collective (docs/autotune.md).
+struct AlgorithmCutoffs {
+  size_t small_allreduce_bytes = kDirectAllreduceMaxBytes;
+  size_t pipeline_bytes = kRingSegmentBytes;
+};
+
 // The ring step bounds each exchange with a neighbour; `scratch` is reused between calls.
 // `topology`: the hosts of the members, for the hierarchical algorithms; null: flat only.
 // `ran`: where the Chosen* functions (hierarchical.h) record the algorithm they ran, for the
@@ -37,6 +54,7 @@ struct RingArgs {
   std::vector<char>* scratch;
   const SetTopology* topology = nullptr;
   Algorithm* ran = nullptr;
+  AlgorithmCutoffs cutoffs;
 };
 
 // Reduces chunk by chunk around the ring; afterwards this rank (at position i in members) holds
@@ -48,13 +66,6 @@ Status RingReduceScatter(const RingArgs& ring, char* data, const ChunkLayout& ch
 // `owned`.
 Status RingAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks, size_t owned);
 
-// Ring reduce-scatter steps reduce what arrived in pieces of at least this size while the rest is
-// still in flight (docs/algorithms.md).
-constexpr size_t kRingSegmentBytes = 256 << 10;
-
-// Allreduces up to this many bytes with one direct exchange instead of the ring (measured on
-// loopback: docs/algorithms.md).
-constexpr size_t kDirectAllreduceMaxBytes = 16 << 10;
 
 // Binomial tree from `root` (a member's rank): in round k the members that have the data
 // (position relative to the root below 2^k) send all `bytes` of it 2^k positions further.

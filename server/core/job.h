@@ -15,6 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "proto/protocol.h"
+#include "server/core/autotuner.h"
 #include "server/core/frames.h"
 #include "server/core/job_record.h"
 #include "server/core/negotiator.h"
@@ -46,6 +47,15 @@ class Job {
     // records are kept).
     std::function<bool()> may_release;
     std::set<std::string>* changed_records = nullptr;
+    // Autotuning's trials (docs/autotune.md): at least this many tensors and milliseconds each,
+    // after this many released first (<= 0, < 0, < 0: the built-in defaults); each trial ended is
+    // reported here (tuttid logs it).
+    int64_t autotune_trial_releases = 0;
+    int64_t autotune_trial_ms = -1;
+    int64_t autotune_warmup_releases = -1;
+    std::function<void(const std::string& job, int32_t set, const Autotuner::Trial& trial,
+                       bool converged)>
+        on_autotune_trial;
   };
 
   // `membership_epoch`: which generation of job `id` this is (docs/lifecycle.md).
@@ -358,6 +368,12 @@ class Job {
   uint32_t cache_capacity_ = 0;
   Clock::duration stall_warning_{}, stall_shutdown_{};
   bool fast_path_ = false;  // the members' fast path is allowed (docs/steady-state.md)
+  // Per-set autotuning (docs/autotune.md): on if any rank asked; the job's values each set starts
+  // from; which parameters a rank pinned.
+  bool autotune_ = false;
+  TuningValues job_tuning_;
+  AutotuneOptions autotune_options_;
+  std::map<int32_t, Autotuner> tuning_;  // by set, created at its first release
   wire::CoordinatorCounters counters_;
   std::map<int32_t, wire::SetCounters> set_counters_;
   // By active set, for the status page; kept across a set's re-formations (its negotiator is

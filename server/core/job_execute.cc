@@ -7,6 +7,7 @@
 
 #include "proto/status_codec.h"
 #include "proto/fusion_plan.h"
+#include "common/dtype.h"
 #include "server/core/recent_errors.h"
 #include "server/core/service_metrics.h"
 
@@ -26,7 +27,27 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
     if (cache.Published(slot)) clear();
     else cache.MarkPublished(slot);
   };
-  for (auto& response : wire::PlanCollectives(std::move(responses), fusion_threshold_)) {
+  // Autotuning: this Execute is planned with the set's current values and carries them, so that
+  // they apply to its responses on every member (a member added by an elastic re-formation
+  // included), and the members' fast path plans with the last ones received.
+  Autotuner* tuner = nullptr;
+  uint64_t released_tensors = 0, released_bytes = 0;
+  if (autotune_) {
+    tuner = &tuning_.try_emplace(set_id, job_tuning_, autotune_options_).first->second;
+    for (const auto& r : responses)
+      if (!wire::Failed(r)) {
+        ++released_tensors;
+        released_bytes += static_cast<uint64_t>(wire::FusionBytes(r.spec(), r.member_rows()));
+      }
+    const TuningValues& now = tuner->current();
+    wire::Tuning* sent = execute.mutable_tuning();
+    sent->set_fusion_threshold(now.fusion_threshold);
+    sent->set_small_allreduce_bytes(now.small_allreduce_bytes);
+    sent->set_pipeline_bytes(now.pipeline_bytes);
+    sent->set_trial(tuner->trial());
+  }
+  const int64_t threshold = tuner ? tuner->current().fusion_threshold : fusion_threshold_;
+  for (auto& response : wire::PlanCollectives(std::move(responses), threshold)) {
     if (wire::Failed(response)) {
       all_ok = false;
       const Status status = wire::ToStatus(response.error());
@@ -47,9 +68,17 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
   counters_.set_cache_evictions(cache.evictions());
   if (execute.responses_size() == 0 && execute.cache_evicted_size() == 0) return;
   execute.set_seq(negotiator.TakeSeq());
+  if (tuner && released_tensors > 0) {
+    const uint32_t before = tuner->trial();
+    tuner->OnReleased(released_tensors, released_bytes, Clock::now());
+    if (tuner->trial() != before && policy_.on_autotune_trial)
+      policy_.on_autotune_trial(id_, set_id, tuner->trials().back(), tuner->converged());
+  }
   // Steady state: the members agree on the next cached tensors among themselves until one of
   // them needs tuttid again (docs/steady-state.md).
-  if (const uint64_t generation = negotiator.MaybeGrant(execute.seq(), all_ok)) {
+  // While its values are being tuned the set stays with tuttid, which measures it.
+  const bool tuning_now = tuner && !tuner->converged();
+  if (const uint64_t generation = tuning_now ? 0 : negotiator.MaybeGrant(execute.seq(), all_ok)) {
     execute.set_fast_path(generation);
     execute.set_fast_path_slots(cache.slot_count());
     wire::SetCounters& per_set = set_counters_[set_id];

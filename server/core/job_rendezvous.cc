@@ -180,6 +180,23 @@ void Job::DecideSettings() {
   stall_warning_ = threshold(registrations_[0]->stall_warning_ms(), policy_.stall_warning_ms);
   stall_shutdown_ = threshold(registrations_[0]->stall_shutdown_ms(), policy_.stall_shutdown_ms);
   const wire::Register& first = *registrations_[0];
+  // Autotuning if any rank asks; a parameter any rank pinned stays as the job decided it. The
+  // cut-offs: rank 0's pinned values, else the built-in defaults (client/exec/ring_allreduce.h).
+  job_tuning_ = {fusion_threshold_, first.small_allreduce_bytes() > 0 ? first.small_allreduce_bytes() : wire::kDefaultSmallAllreduceBytes,
+                 first.pipeline_bytes() > 0 ? first.pipeline_bytes() : wire::kDefaultPipelineBytes};
+  for (int32_t r = 0; r < size_; ++r) {
+    const wire::Register& reg = *registrations_[r];
+    autotune_ = autotune_ || reg.autotune();
+    autotune_options_.fusion_pinned = autotune_options_.fusion_pinned || reg.fusion_threshold_pinned();
+    autotune_options_.small_pinned = autotune_options_.small_pinned || reg.small_allreduce_bytes() > 0;
+    autotune_options_.pipeline_pinned = autotune_options_.pipeline_pinned || reg.pipeline_bytes() > 0;
+  }
+  if (policy_.autotune_trial_releases > 0)
+    autotune_options_.trial_releases = policy_.autotune_trial_releases;
+  if (policy_.autotune_trial_ms >= 0)
+    autotune_options_.trial_duration = std::chrono::milliseconds(policy_.autotune_trial_ms);
+  if (policy_.autotune_warmup_releases >= 0)
+    autotune_options_.warmup_releases = static_cast<uint64_t>(policy_.autotune_warmup_releases);
   elastic_ = Elastic{first.elastic(), first.min_size(), first.max_size(), first.elastic_timeout_ms()};
 }
 
@@ -197,6 +214,8 @@ void Job::FillWelcome(wire::Welcome* welcome) const {
   welcome->set_lease_ms(policy_.lease_ms);
   welcome->set_cache_capacity(static_cast<int32_t>(cache_capacity_));
   welcome->set_fusion_threshold(fusion_threshold_);
+  welcome->set_small_allreduce_bytes(job_tuning_.small_allreduce_bytes);
+  welcome->set_pipeline_bytes(job_tuning_.pipeline_bytes);
 }
 
 Job::Placement Job::Place(const std::vector<int32_t>& slots) const {

@@ -60,6 +60,8 @@ nlohmann::json Job::Describe(Clock::time_point now, size_t pending_per_set) cons
                         {"grants", c.fast_path_grants()},
                         {"exits", c.fast_path_exits()},
                         {"rounds", c.fast_path_rounds()}};
+    auto tuned = tuning_.find(set_id);
+    if (tuned != tuning_.end()) set["autotune"] = tuned->second.Status();
     sets.push_back(std::move(set));
   }
   return {{"id", id_},

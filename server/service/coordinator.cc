@@ -68,6 +68,16 @@ std::unique_ptr<Timeline> OpenTimeline(const std::string& path) {
   return timeline;
 }
 
+// Every trial of every autotuned set, as docs/autotune.md shows them.
+void LogAutotuneTrial(const std::string& job, int32_t set, const Autotuner::Trial& trial,
+                      bool converged) {
+  spdlog::info("job '{}' set {}: autotune trial fusion_threshold={} small_allreduce_bytes={} "
+               "pipeline_bytes={}: {:.1f} MB/s{}",
+               job, set, trial.values.fusion_threshold, trial.values.small_allreduce_bytes,
+               trial.values.pipeline_bytes, trial.bytes_per_second / 1e6,
+               converged ? "; converged" : "");
+}
+
 }  // namespace
 
 struct Coordinator::Impl {
@@ -78,7 +88,9 @@ struct Coordinator::Impl {
              Job::Policy{options.heartbeat_interval_ms, options.lease_ms, options.stall_warning_ms,
                          options.stall_shutdown_ms, timeline.get(),
                          static_cast<size_t>(options.max_pending_tensors), nullptr, nullptr,
-                         options.probe_timeout_ms, nullptr, nullptr},  // HA: EnableHa below
+                         options.probe_timeout_ms, nullptr, nullptr,  // HA: EnableHa below
+                         options.autotune_trial_tensors, options.autotune_trial_ms,
+                         options.autotune_warmup_tensors, LogAutotuneTrial},
              static_cast<size_t>(options.max_jobs)),
         socket(context, zmq::socket_type::router),
         monitor(context, zmq::socket_type::pair) {

@@ -28,6 +28,11 @@ struct CoordinatorOptions {
   // Fast detection (docs/elastic.md): how long a rank whose peer reported its data-plane
   // connection closed has to echo tuttid's probe before it is declared lost.
   int64_t probe_timeout_ms = 50;
+  // Autotuning's trials (docs/autotune.md), for jobs whose ranks ask for it (TUTTI_AUTOTUNE=1):
+  // tensors and milliseconds per trial at least, and tensors released before the first.
+  int64_t autotune_trial_tensors = 50;
+  int64_t autotune_trial_ms = 1000;
+  int64_t autotune_warmup_tensors = 20;
   // Jobs served at once; registrations of further jobs are refused, bounding memory.
   int64_t max_jobs = 1024;
   // Stall inspector defaults for jobs whose ranks do not set their own (0: off): warn about

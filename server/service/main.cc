@@ -128,6 +128,18 @@ void DefineOptions(CLI::App& app, Settings& s) {
       ->capture_default_str()
       ->envname("TUTTI_STALL_SHUTDOWN_SECONDS")
       ->check(Number(true));
+  app.add_option("--autotune-trial-tensors", o.autotune_trial_tensors,
+                 "autotuned sets (TUTTI_AUTOTUNE=1): tensors released per trial, at least")
+      ->capture_default_str()
+      ->check(Number(false));
+  app.add_option("--autotune-trial-ms", o.autotune_trial_ms,
+                 "autotuned sets: milliseconds per trial, at least")
+      ->capture_default_str()
+      ->check(Number(true));
+  app.add_option("--autotune-warmup-tensors", o.autotune_warmup_tensors,
+                 "autotuned sets: tensors released before the first trial")
+      ->capture_default_str()
+      ->check(Number(true));
   app.add_option("--timeline", o.timeline,
                  "write every negotiation (arrivals per rank, release) to this Chrome-trace JSON "
                  "file; merge it with the ranks' timelines using tools/tutti_timeline_merge.py");

@@ -74,6 +74,22 @@ void RenderFigures(const json& view, std::string* html) {
                                view.at("members").size(), fast.at("grants").get<uint64_t>(),
                                fast.at("exits").get<uint64_t>(),
                                fast.at("rounds").get<uint64_t>()));
+  if (view.contains("autotune")) {
+    // docs/autotune.md: the values in effect, where the search stands, the best throughput.
+    const json& tune = view.at("autotune");
+    const json& current = tune.at("current");
+    std::string pinned;
+    for (const json& name : tune.at("pinned")) pinned += (pinned.empty() ? "" : ", ") + name.get<std::string>();
+    row("autotune",
+        fmt::format("<span class=\"autotune-{0}\">{0}</span> after {1} trials: fusion threshold "
+                    "{2}, small allreduces up to {3}, pipeline pieces of {4}; best {5}/s{6}",
+                    tune.at("state").get<std::string>(), tune.at("trials").size(),
+                    FormatBytes(current.at("fusion_threshold").get<double>()),
+                    FormatBytes(current.at("small_allreduce_bytes").get<double>()),
+                    FormatBytes(current.at("pipeline_bytes").get<double>()),
+                    FormatBytes(tune.at("best_bytes_per_second").get<double>()),
+                    pinned.empty() ? "" : "; pinned: " + HtmlEscape(pinned)));
+  }
   *html += "<h2>Figures</h2>\n<table class=\"figures\">\n" + rows + "</table>\n";
   *html += "<p class=\"note\">As tuttid saw the set since it was added. Time on the data plane is "
            "each rank's own: <code>tutti.set_counters</code> / "

@@ -70,8 +70,12 @@ int Pipeline() {
     tutti_request_free(r6);
     if (five.as<int32_t>()[0] != 5 || six.as<int32_t>()[0] != 6) return Say("fail: tags crossed"), 1;
   }
-  if (held_request && tutti_request_test(held_request) != TUTTI_IN_PROGRESS)
-    return Say("fail: 'held' completed before ranks 0 and 3 submitted it"), 1;
+  if (held_request) {
+    const tutti_status_t held_status = tutti_request_test(held_request);
+    if (held_status != TUTTI_IN_PROGRESS)
+      return Say("fail: 'held' completed before ranks 0 and 3 submitted it: status %d %s",
+                 held_status, tutti_last_error()), 1;
+  }
   if (my_rank == 0 || my_rank == 3)
     Check("held", tutti_allreduce(rt, "held", TUTTI_WORLD, &held.desc, &held.desc, nullptr, &held_request));
   if (Finish(held_request, "held") != TUTTI_OK) return 1;

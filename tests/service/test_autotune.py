@@ -1,0 +1,119 @@
+"""Per-set autotuning (docs/autotune.md) in a real job: tuttid with short trials, three Python
+ranks with TUTTI_AUTOTUNE=1 allreducing three tensors a step. Every member ran the same
+collectives with the same algorithms (the tuned values take effect at one sequence number on all
+of them, client-side cut-offs included), the sums are right throughout, tuttid logged every trial,
+the status page shows the tuner converged, and the set went on its members' fast path once it
+had. A pinned setting is never varied."""
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+
+from tuttid_process import BUILD, ROOT
+
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workers", "autotune_job.py")
+TRIALS = ["--autotune-trial-tensors", "6", "--autotune-trial-ms", "0",
+          "--autotune-warmup-tensors", "6"]
+
+
+def run_job(endpoint, job, tmp_path, inspect, extra_env=None, steps=120):
+    """Runs the job; calls inspect() once every rank printed "done" (the job still registered),
+    then lets them leave. Returns each rank's output lines."""
+    ranks = []
+    for rank in range(3):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
+                   TUTTI_LIBRARY=os.path.join(BUILD, "libtutti.so"), TUTTI_COORDINATOR=endpoint,
+                   TUTTI_JOB=job, TUTTI_TOKEN="t", TUTTI_RANK=str(rank), TUTTI_SIZE="3",
+                   TUTTI_AUTOTUNE="1", TUTTI_TIMEOUT_MS="120000", **(extra_env or {}))
+        ranks.append(subprocess.Popen(
+            [sys.executable, WORKER, str(steps), str(tmp_path / f"{job}.{rank}.json")], env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = []
+    try:
+        for process in ranks:
+            lines = []
+            for line in process.stdout:  # the ranks' own timeouts bound this
+                lines.append(line.rstrip("\n"))
+                if line.strip() in ("done", ) or line.startswith("fail"):
+                    break
+            outputs.append(lines)
+        inspect()
+        for process, lines in zip(ranks, outputs):
+            out, _ = process.communicate("\n", timeout=300)
+            lines.extend(out.splitlines())
+            assert process.returncode == 0, lines
+    finally:
+        for process in ranks:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return outputs
+
+
+def set_zero(url, job):
+    with urllib.request.urlopen(f"{url}/status.json?job={job}", timeout=30) as response:
+        entry = json.loads(response.read())
+    return next(s for s in entry["process_sets"] if s["id"] == 0)
+
+
+def test_every_member_runs_the_tuned_values_and_the_tuner_converges(tmp_path, tuttid_factory):
+    t = tuttid_factory(*TRIALS, http=True)
+    seen, page = {}, []
+
+    def inspect():
+        seen.update(set_zero(t.url, "tuned"))
+        with urllib.request.urlopen(f"{t.url}/job/tuned/set/0", timeout=30) as response:
+            page.append(response.read().decode())
+    outputs = run_job(t.endpoint, "tuned", tmp_path, inspect)
+    ran = [[line for line in lines if line.startswith("ran ")] for lines in outputs]
+    assert all(lines[-1] == "autotune job ok" for lines in outputs), outputs
+    # The same collectives, fused alike and run with the same algorithm, on every member.
+    assert ran[0] == ran[1] == ran[2]
+    algorithms = {line.split()[-1] for line in ran[0]}
+    assert algorithms >= {"direct", "ring"}, algorithms  # the cut-off trials changed the choice
+    fused = {line.split()[1] for line in ran[0]}
+    assert "small" in fused and any("+" in f for f in fused), fused  # so did the fusion trials
+    tune = seen["autotune"]
+    assert tune["state"] == "converged"
+    # One trial of the starting values, then each grid but the value already measured.
+    assert len(tune["trials"]) == 1 + 5 + 4 + 3
+    assert tune["current"] == tune["best"] and tune["pinned"] == []
+    assert max(trial["bytes_per_second"] for trial in tune["trials"]) == \
+        tune["best_bytes_per_second"]
+    logged = re.findall(r"job 'tuned' set 0: autotune trial fusion_threshold=\d+ "
+                        r"small_allreduce_bytes=\d+ pipeline_bytes=\d+: [\d.]+ MB/s(; converged)?",
+                        t.stderr())
+    assert len(logged) == 13 and logged[-1] == "; converged", t.stderr()[-3000:]
+    # Converged: tuttid no longer needs to watch, and grants the members' fast path.
+    assert seen["fast_path"]["grants"] >= 1
+    # The set's page says so too.
+    assert re.search(r'<span class="autotune-converged">converged</span> after 13 trials: fusion '
+                     r'threshold [^;]+, small allreduces up to [^;]+, pipeline pieces of [^;]+; '
+                     r'best [\d.]+ [KMG]?i?B/s', page[0]), page[0]
+
+
+def test_a_pinned_setting_is_never_tuned_and_the_cut_off_trials_reach_every_member(
+        tmp_path, tuttid_factory):
+    # Fusion pinned off: every tensor runs alone, so which algorithm it ran with tells which
+    # small-allreduce cut-off was in effect. With the built-in 16 KiB the 8 KiB tensor would
+    # always take the direct exchange and the 64 KiB one the ring.
+    t = tuttid_factory(*TRIALS, http=True)
+    seen = {}
+    outputs = run_job(t.endpoint, "pinned", tmp_path,
+                      lambda: seen.update(set_zero(t.url, "pinned")),
+                      {"TUTTI_FUSION_THRESHOLD": "0"}, steps=80)
+    tune = seen["autotune"]
+    assert tune["pinned"] == ["fusion_threshold"] and tune["state"] == "converged"
+    assert len(tune["trials"]) == 1 + 4 + 3
+    assert {trial["values"]["fusion_threshold"] for trial in tune["trials"]} == {0}
+    ran = [[line for line in lines if line.startswith("ran ")] for lines in outputs]
+    assert ran[0] == ran[1] == ran[2]
+    by_tensor = {}
+    for line in ran[0]:
+        _, tensor, algorithm = line.split()
+        by_tensor.setdefault(tensor, set()).add(algorithm)
+    assert by_tensor["small"] == {"direct", "ring"}, by_tensor  # cut-offs 0 and 4 KiB tried
+    assert by_tensor["mid"] == {"direct", "ring"}, by_tensor    # 64 and 256 KiB tried
+    assert by_tensor["big"] == {"ring"}, by_tensor
