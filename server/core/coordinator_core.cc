@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proto/versions.h"
 #include "server/core/frames.h"
 #include "server/core/message_codec.h"
 #include "server/core/service_metrics.h"
@@ -22,6 +23,15 @@ std::string NewJobSecret() {
   std::string secret(32, '\0');
   randombytes_buf(secret.data(), secret.size());
   return secret;
+}
+
+// A rank of a protocol before HA groups, refused by a member of one (proto/versions.h).
+Status HaVersionMismatch(uint32_t version) {
+  return Status(Code::kVersionMismatch,
+                fmt::format("version mismatch: client {}, coordinator {} (tuttid runs in an HA "
+                            "group, which serves ranks of protocol {} and later: older ones cannot "
+                            "follow a failover)",
+                            version, wire::kProtocolVersion, wire::kFirstHaProtocolVersion));
 }
 
 Outgoing RefusalTo(const std::string& peer, const Status& status) {
@@ -58,7 +68,12 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
   const std::string& peer = source.peer;
   if (policy_.metrics) policy_.metrics->FrameReceived(size);
   if (ha_ && !leading_) {
-    // A standby serves nothing: whatever a rank sends, it learns where to go.
+    // A standby serves nothing: whatever a rank sends, it learns where to go. A rank of a
+    // protocol before HA groups would ignore a Redirect and wait: it is told why it cannot stay.
+    wire::Frame frame;
+    if (frame.ParseFromArray(data, static_cast<int>(size)) && frame.magic() == wire::kMagic &&
+        frame.version() < wire::kFirstHaProtocolVersion)
+      return Refuse(peer, "", -1, HaVersionMismatch(frame.version()), out);
     out->push_back({peer, frames::Redirect(leader_, term_)});
     return;
   }
@@ -88,7 +103,8 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
                                        frame.epoch(), epoch_)),
                     out);
     }
-    if (frame.has_register_()) return HandleRegister(source, frame.register_(), now, out);
+    if (frame.has_register_())
+      return HandleRegister(source, frame.register_(), frame.version(), now, out);
     if (frame.has_resume()) return HandleResume(source, frame.resume(), now, out);
     // In an HA group this is a rank whose job is resuming here: what it sent before it heard
     // the Redirect that made it resume. Its Resume follows; a refusal would end its link.
@@ -178,8 +194,10 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
 }
 
 void CoordinatorCore::HandleRegister(const Source& source, const wire::Register& msg,
-                                     Clock::time_point now, Outbox* out) {
+                                     uint32_t protocol, Clock::time_point now, Outbox* out) {
   const std::string& peer = source.peer;
+  if (ha_ && protocol < wire::kFirstHaProtocolVersion)
+    return Refuse(peer, msg.job(), msg.rank(), HaVersionMismatch(protocol), out);
   if (keys_) {
     // CURVE: the ZAP handler admitted the key; it may register only as a rank it is listed for.
     auto listed = keys_->clients.find(source.key);
@@ -276,11 +294,12 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
                  msg.job(), msg.rank(), msg.size(), membership_epoch);
   }
   int32_t slot = -1;
-  Status status = job->Register(peer, msg, now, &slot, out);
+  Status status = job->Register(peer, msg, protocol, now, &slot, out);
   if (!status.ok()) {
     Refuse(peer, msg.job(), msg.rank(), status, out);
-    // A generation this registration created and could not join holds no one.
-    if (job->peers().empty()) DropJob(msg.job(), job->generation());
+    // A generation this registration created and could not join holds no one; one it failed
+    // (ranks of two protocols) told its ranks.
+    if (job->peers().empty() || job->failed()) DropJob(msg.job(), job->generation());
     return;
   }
   if (slot >= 0) members_[peer] = Member{msg.job(), job->generation(), slot};
