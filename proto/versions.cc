@@ -15,6 +15,15 @@ Status CheckRankVersion(uint32_t version) {
                     std::to_string(kProtocolVersion) + ")");
 }
 
+Status CheckHaRankVersion(uint32_t version) {
+  if (version >= kFirstHaProtocolVersion) return Status::Ok();
+  return Status(Code::kVersionMismatch,
+                "version mismatch: client " + std::to_string(version) + ", coordinator " +
+                    std::to_string(kProtocolVersion) + " (tuttid runs in an HA group, which "
+                    "serves ranks of protocol " + std::to_string(kFirstHaProtocolVersion) +
+                    " and later: older ones cannot follow a failover)");
+}
+
 Status CheckCoordinatorVersion(const Frame& frame) {
   const uint32_t version = frame.version();
   const std::string theirs = std::to_string(version), ours = std::to_string(kProtocolVersion);

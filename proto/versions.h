@@ -25,6 +25,9 @@ constexpr uint32_t kFirstHaProtocolVersion = 6;
 // tuttid: may it serve a rank whose frames carry `version`? kVersionMismatch otherwise.
 Status CheckRankVersion(uint32_t version);
 
+// A member of an HA group: may it serve a rank of `version`? kVersionMismatch otherwise.
+Status CheckHaRankVersion(uint32_t version);
+
 // A rank: may it go on with a tuttid that sent `frame` (whose magic was checked)? It refuses an
 // older tuttid (tuttid is upgraded first) and a newer one that says it does not serve this
 // rank's protocol, or sent a frame this rank cannot read; a newer tuttid that serves it is fine.

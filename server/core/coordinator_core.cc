@@ -25,15 +25,6 @@ std::string NewJobSecret() {
   return secret;
 }
 
-// A rank of a protocol before HA groups, refused by a member of one (proto/versions.h).
-Status HaVersionMismatch(uint32_t version) {
-  return Status(Code::kVersionMismatch,
-                fmt::format("version mismatch: client {}, coordinator {} (tuttid runs in an HA "
-                            "group, which serves ranks of protocol {} and later: older ones cannot "
-                            "follow a failover)",
-                            version, wire::kProtocolVersion, wire::kFirstHaProtocolVersion));
-}
-
 Outgoing RefusalTo(const std::string& peer, const Status& status) {
   return Outgoing{peer, frames::Refusal(status)};
 }
@@ -72,8 +63,8 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
     // protocol before HA groups would ignore a Redirect and wait: it is told why it cannot stay.
     wire::Frame frame;
     if (frame.ParseFromArray(data, static_cast<int>(size)) && frame.magic() == wire::kMagic &&
-        frame.version() < wire::kFirstHaProtocolVersion)
-      return Refuse(peer, "", -1, HaVersionMismatch(frame.version()), out);
+        !wire::CheckHaRankVersion(frame.version()).ok())
+      return Refuse(peer, "", -1, wire::CheckHaRankVersion(frame.version()), out);
     out->push_back({peer, frames::Redirect(leader_, term_)});
     return;
   }
@@ -196,8 +187,8 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
 void CoordinatorCore::HandleRegister(const Source& source, const wire::Register& msg,
                                      uint32_t protocol, Clock::time_point now, Outbox* out) {
   const std::string& peer = source.peer;
-  if (ha_ && protocol < wire::kFirstHaProtocolVersion)
-    return Refuse(peer, msg.job(), msg.rank(), HaVersionMismatch(protocol), out);
+  if (Status ha = wire::CheckHaRankVersion(protocol); ha_ && !ha.ok())
+    return Refuse(peer, msg.job(), msg.rank(), ha, out);
   if (keys_) {
     // CURVE: the ZAP handler admitted the key; it may register only as a rank it is listed for.
     auto listed = keys_->clients.find(source.key);
