@@ -8,6 +8,7 @@
 #include <random>
 
 #include "proto/status_codec.h"
+#include "proto/versions.h"
 
 namespace tutti::client {
 namespace {
@@ -447,6 +448,12 @@ void CoordinatorLink::Run() {
       if (!frame.ParseFromArray(message.data(), static_cast<int>(message.size())) ||
           frame.magic() != wire::kMagic)
         continue;  // not from a tutti coordinator; nothing sensible to do with it
+      // An older tuttid, or a newer one that does not serve this rank's protocol: the link ends
+      // with a message that says which to upgrade, rather than waiting on frames it cannot use.
+      if (Status version = wire::CheckCoordinatorVersion(frame); !version.ok()) {
+        Die(version);
+        continue;
+      }
       // An HA group's deposed leader may still speak (it was frozen): its term is lower. A
       // standby's frames, and a lone tuttid's, carry none.
       if (frame.term() != 0 && frame.term() < term_) continue;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proto/versions.h"
 #include "server/core/frames.h"
 #include "server/core/message_codec.h"
 #include "server/core/service_metrics.h"
@@ -58,7 +59,12 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
   const std::string& peer = source.peer;
   if (policy_.metrics) policy_.metrics->FrameReceived(size);
   if (ha_ && !leading_) {
-    // A standby serves nothing: whatever a rank sends, it learns where to go.
+    // A standby serves nothing: whatever a rank sends, it learns where to go. A rank of a
+    // protocol before HA groups would ignore a Redirect and wait: it is told why it cannot stay.
+    wire::Frame frame;
+    if (frame.ParseFromArray(data, static_cast<int>(size)) && frame.magic() == wire::kMagic &&
+        !wire::CheckHaRankVersion(frame.version()).ok())
+      return Refuse(peer, "", -1, wire::CheckHaRankVersion(frame.version()), out);
     out->push_back({peer, frames::Redirect(leader_, term_)});
     return;
   }
@@ -88,7 +94,8 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
                                        frame.epoch(), epoch_)),
                     out);
     }
-    if (frame.has_register_()) return HandleRegister(source, frame.register_(), now, out);
+    if (frame.has_register_())
+      return HandleRegister(source, frame.register_(), frame.version(), now, out);
     if (frame.has_resume()) return HandleResume(source, frame.resume(), now, out);
     // In an HA group this is a rank whose job is resuming here: what it sent before it heard
     // the Redirect that made it resume. Its Resume follows; a refusal would end its link.
@@ -178,8 +185,10 @@ void CoordinatorCore::HandleFrame(const Source& source, const void* data, size_t
 }
 
 void CoordinatorCore::HandleRegister(const Source& source, const wire::Register& msg,
-                                     Clock::time_point now, Outbox* out) {
+                                     uint32_t protocol, Clock::time_point now, Outbox* out) {
   const std::string& peer = source.peer;
+  if (Status ha = wire::CheckHaRankVersion(protocol); ha_ && !ha.ok())
+    return Refuse(peer, msg.job(), msg.rank(), ha, out);
   if (keys_) {
     // CURVE: the ZAP handler admitted the key; it may register only as a rank it is listed for.
     auto listed = keys_->clients.find(source.key);
@@ -276,11 +285,12 @@ void CoordinatorCore::HandleRegister(const Source& source, const wire::Register&
                  msg.job(), msg.rank(), msg.size(), membership_epoch);
   }
   int32_t slot = -1;
-  Status status = job->Register(peer, msg, now, &slot, out);
+  Status status = job->Register(peer, msg, protocol, now, &slot, out);
   if (!status.ok()) {
     Refuse(peer, msg.job(), msg.rank(), status, out);
-    // A generation this registration created and could not join holds no one.
-    if (job->peers().empty()) DropJob(msg.job(), job->generation());
+    // A generation this registration created and could not join holds no one; one it failed
+    // (ranks of two protocols) told its ranks.
+    if (job->peers().empty() || job->failed()) DropJob(msg.job(), job->generation());
     return;
   }
   if (slot >= 0) members_[peer] = Member{msg.job(), job->generation(), slot};

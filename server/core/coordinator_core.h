@@ -109,8 +109,9 @@ class CoordinatorCore {
   // while some ranks initialize again before the others finalized.
   using Generations = std::map<uint64_t, std::unique_ptr<Job>>;
 
-  void HandleRegister(const Source& source, const wire::Register& msg, Clock::time_point now,
-                      Outbox* out);
+  // `protocol`: the version of the frame the registration came in (proto/versions.h).
+  void HandleRegister(const Source& source, const wire::Register& msg, uint32_t protocol,
+                      Clock::time_point now, Outbox* out);
   void HandleResume(const Source& source, const wire::Resume& msg, Clock::time_point now,
                     Outbox* out);
   // Refuses `peer` (counted in the metrics and the recent errors).

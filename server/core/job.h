@@ -87,9 +87,11 @@ class Job {
 
   // Registers `peer` as `msg.rank()`, into `*slot`; the world's last registration welcomes
   // everyone. Into a running elastic job, `peer` is an added rank (job_growth.cc): it gets the
-  // next slot and waits to be admitted. An error concerns this registrant alone.
-  Status Register(const std::string& peer, const wire::Register& msg, Clock::time_point now,
-                  int32_t* slot, Outbox* out);
+  // next slot and waits to be admitted. `protocol` is the version of the registrant's frames: a
+  // job's ranks must all speak the first registrant's. An error concerns this registrant alone,
+  // unless the job failed() with it (ranks of two protocols in one rendezvous).
+  Status Register(const std::string& peer, const wire::Register& msg, uint32_t protocol,
+                  Clock::time_point now, int32_t* slot, Outbox* out);
   // Ranks registered after their Register call returned (early joiners, at the welcome): their
   // routing ids and slots.
   std::vector<std::pair<std::string, int32_t>> TakeLateMembers() {
@@ -346,6 +348,7 @@ class Job {
   uint64_t next_nonce_ = 1;
   std::string token_;
   const int32_t first_size_;
+  uint32_t protocol_ = 0;  // the wire protocol of the first registrant, which every rank speaks
   int32_t size_;  // slots: the first epoch's ranks, then every rank added
   Clock::time_point rendezvous_deadline_;
   int64_t rendezvous_timeout_ms_;

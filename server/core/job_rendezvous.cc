@@ -32,8 +32,8 @@ std::string FormatLists(const std::vector<std::vector<int32_t>>& lists) {
 
 }  // namespace
 
-Status Job::Register(const std::string& peer, const wire::Register& msg, Clock::time_point now,
-                     int32_t* slot, Outbox* out) {
+Status Job::Register(const std::string& peer, const wire::Register& msg, uint32_t protocol,
+                     Clock::time_point now, int32_t* slot, Outbox* out) {
   if (msg.size() != first_size_)
     return Status(Code::kMismatch,
                   fmt::format("rank {} joined job '{}' with world size {}, but the job has size {}",
@@ -42,6 +42,21 @@ Status Job::Register(const std::string& peer, const wire::Register& msg, Clock::
   // member: registering it again (as a rank of the rendezvous, say) would give it two slots.
   for (const EarlyJoiner& e : early_)
     if (e.peer == peer) return Status(Code::kInvalidArgument, "this connection already registered");
+  // tuttid serves ranks of two protocols (proto/versions.h), but not in one job: the wire protocol
+  // is the only version tuttid sees, and ranks of two releases need not agree on the data plane
+  // (algorithms, compression) even where the control plane would serve both.
+  if (protocol_ == 0) protocol_ = protocol;
+  if (protocol != protocol_) {
+    const std::string message = fmt::format(
+        "protocol versions differ: rank {} speaks protocol {}, the ranks of job '{}' before it "
+        "protocol {} (run every rank of a job with one tutti release)",
+        msg.rank(), protocol, id_, protocol_);
+    // Into a running job, only the newcomer is refused; a rendezvous fails for everyone at once,
+    // as it does when static sets or transports differ, rather than when its timeout passes.
+    if (!admits_ranks() && !welcomed_ && msg.rank() < first_size_)
+      RefuseAll(Code::kMismatch, message, out);
+    return Status(Code::kMismatch, message);
+  }
   if (admits_ranks()) return RegisterAdded(peer, msg, now, slot, out);
   // A rank to add that came before the job's ranks all did (a launcher scaling up early) waits
   // for the welcome, after which it is registered as added (Welcome).

@@ -37,7 +37,8 @@ Status Job::Resume(const std::string& peer, const wire::Resume& msg, Clock::time
     return Status(Code::kInvalidArgument,
                   fmt::format("resume: slot {} is not rank {}", msg.slot(), msg.register_().rank()));
   resume_->progress[msg.slot()].assign(msg.sets().begin(), msg.sets().end());
-  Status status = Register(peer, msg.register_(), now, slot, out);
+  // Only ranks of HA-capable protocols send Resume (DecodeClientFrame): the job's ranks are of one.
+  Status status = Register(peer, msg.register_(), wire::kProtocolVersion, now, slot, out);
   if (!status.ok()) resume_->progress.erase(msg.slot());
   return status;
 }

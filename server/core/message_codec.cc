@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/dtype.h"
+#include "proto/versions.h"
 
 namespace tutti::server {
 namespace {
@@ -161,10 +162,16 @@ Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame) {
     return Invalid("malformed frame: not a tutti protobuf message");
   if (frame->magic() != wire::kMagic)
     return Invalid(fmt::format("bad magic 0x{:08x}: not a tutti client", frame->magic()));
-  if (frame->version() != wire::kProtocolVersion)
-    return Status(Code::kVersionMismatch,
-                  fmt::format("version mismatch: client {}, coordinator {}", frame->version(),
-                              wire::kProtocolVersion));
+  // Ranks of the previous protocol are served too (proto/versions.h), so tuttid can be upgraded
+  // before the jobs that use it.
+  TUTTI_RETURN_IF_ERROR(wire::CheckRankVersion(frame->version()));
+  // A rank of a protocol without HA groups cannot send their frames: such a frame is forged or
+  // mislabelled, and the HA code must not take it for a rank that can follow a failover.
+  if (frame->version() < wire::kFirstHaProtocolVersion &&
+      (frame->has_resume() || frame->has_cache_state()))
+    return Invalid(fmt::format("frame body {} needs protocol {}; the frame says {}",
+                               frame->has_resume() ? "resume" : "cache_state",
+                               wire::kFirstHaProtocolVersion, frame->version()));
   switch (frame->body_case()) {
     case wire::Frame::kRegister: return ValidateRegister(frame->register_());
     case wire::Frame::kSetAdd: return ValidateSetAdd(frame->set_add());

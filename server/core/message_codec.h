@@ -25,8 +25,8 @@ constexpr size_t kMaxCommIdBytes = 512;  // CommId.id (NCCL's unique id has 128)
 // nanoseconds of the steady clock stays far from overflowing.
 constexpr int64_t kMaxTimeoutMs = int64_t{1} << 40;
 
-// Parses `size` bytes into `frame` and validates it. Errors: kVersionMismatch for another protocol
-// version, kInvalidArgument (with the reason) for anything else.
+// Parses `size` bytes into `frame` and validates it. Errors: kVersionMismatch for a protocol version
+// tuttid does not serve (proto/versions.h), kInvalidArgument (with the reason) for anything else.
 Status DecodeClientFrame(const void* data, size_t size, wire::Frame* frame);
 
 // Checks one announced tensor: name, kind, dtype, reduce op, dimensions, total size.

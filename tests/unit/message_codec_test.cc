@@ -72,7 +72,13 @@ TEST(MessageCodec, RefusesOtherProtocolVersions) {
   frame.set_magic(wire::kMagic);
   frame.set_version(wire::kProtocolVersion + 1);
   ExpectError(Decode(frame, /*stamp=*/false), Code::kVersionMismatch,
-              "version mismatch: client 7, coordinator 6");
+              "version mismatch: client 7, coordinator 6 (tuttid serves ranks of protocols 5 to 6)");
+  // The previous protocol is served (tests/compat), the one before it is not.
+  frame.set_version(wire::kProtocolVersion - 1);
+  EXPECT_TRUE(Decode(frame, /*stamp=*/false).ok());
+  frame.set_version(wire::kProtocolVersion - 2);
+  ExpectError(Decode(frame, /*stamp=*/false), Code::kVersionMismatch,
+              "version mismatch: client 4, coordinator 6 (tuttid serves ranks of protocols 5 to 6)");
 }
 
 TEST(MessageCodec, ChecksRegistrationRanges) {
