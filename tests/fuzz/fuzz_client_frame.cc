@@ -10,6 +10,7 @@
 #include <google/protobuf/stubs/common.h>
 
 #include "common/dtype.h"
+#include "proto/versions.h"
 #include "server/core/message_codec.h"
 
 namespace {
@@ -71,8 +72,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(!status.message().empty(), "a refusal has no message");
     return 0;
   }
-  Check(frame.magic() == wire::kMagic && frame.version() == wire::kProtocolVersion,
+  // tuttid serves its own protocol and the previous one (proto/versions.h).
+  Check(frame.magic() == wire::kMagic && wire::CheckRankVersion(frame.version()).ok(),
         "magic or version is wrong");
+  Check(frame.version() == wire::kProtocolVersion || (!frame.has_resume() && !frame.has_cache_state()),
+        "an HA-only message passed with an older protocol's version");
   if (frame.has_register_() || frame.has_resume()) {
     // A Resume repeats the registration its rank joined with: it passes the same checks.
     const auto& r = frame.has_register_() ? frame.register_() : frame.resume().register_();
