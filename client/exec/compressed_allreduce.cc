@@ -101,6 +101,9 @@ Status RunCompressedAllreduce(const RingArgs& ring, const std::vector<FusedPart>
   const bool is_adaptive = static_cast<Kind>(settings.kind()) == Kind::kAdaptive;
   const double ratio = settings.ratio();
 
+  // Each part's kept state (top-k's error, the policy), looked up once; map entries stay put.
+  std::vector<CompressionState::Tensor*> kept(parts.size());
+  for (size_t p = 0; p < parts.size(); ++p) kept[p] = &state->tensors[parts[p].request->name()];
   // The compressor of each part: fixed, or the policy's (the same on every member).
   report->used.assign(parts.size(), Kind::kNone);
   for (size_t p = 0; p < parts.size(); ++p) {
@@ -110,7 +113,7 @@ Status RunCompressedAllreduce(const RingArgs& ring, const std::vector<FusedPart>
     }
     std::optional<compress::Decision> revisit;
     const std::string& name = parts[p].request->name();
-    report->used[p] = state->tensors[name].policy.Choose(adaptive, Op(parts[p]).count * sizeof(float), &revisit);
+    report->used[p] = kept[p]->policy.Choose(adaptive, Op(parts[p]).count * sizeof(float), &revisit);
     if (revisit) report->revisits.emplace_back(name, *revisit);
   }
 
@@ -118,10 +121,12 @@ Status RunCompressedAllreduce(const RingArgs& ring, const std::vector<FusedPart>
   // in the fusion buffer (prescaled; top-k adds each tensor's error).
   for (Kind kind : {Kind::kNone, Kind::kFp16, Kind::kBf16, Kind::kTopK}) {
     std::vector<const FusedPart*> group;
+    std::vector<CompressionState::Tensor*> group_kept;
     size_t total = 0;
     for (size_t p = 0; p < parts.size(); ++p)
       if (report->used[p] == kind) {
         group.push_back(&parts[p]);
+        group_kept.push_back(kept[p]);
         total += Op(parts[p]).count;
       }
     if (group.empty()) continue;
@@ -131,12 +136,12 @@ Status RunCompressedAllreduce(const RingArgs& ring, const std::vector<FusedPart>
     float* values = reinterpret_cast<float*>(buffer->data());
     size_t offset = 0;
     std::vector<float*> corrected;
-    for (const FusedPart* part : group) {
-      const auto& o = Op(*part);
+    for (size_t g = 0; g < group.size(); ++g) {
+      const auto& o = Op(*group[g]);
       float* into = values + offset;
       ScaleCopy(into, o.input, o.count, DType::kFloat32, spec.prescale());
       if (kind == Kind::kTopK) {
-        auto& error = state->tensors[part->request->name()].error;
+        auto& error = group_kept[g]->error;
         if (error.size() != o.count) error.assign(o.count, 0.0f);  // new, or its size changed
         for (size_t j = 0; j < o.count; ++j) into[j] += error[j];
       }
@@ -157,8 +162,8 @@ Status RunCompressedAllreduce(const RingArgs& ring, const std::vector<FusedPart>
         TUTTI_RETURN_IF_ERROR(TopKAllreduce(ring, group, corrected, ratio, result));
         // What SelectTopK left in the corrected inputs is the error for next time.
         offset = 0;
-        for (const FusedPart* part : group) {
-          auto& error = state->tensors[part->request->name()].error;
+        for (CompressionState::Tensor* tensor : group_kept) {
+          auto& error = tensor->error;
           std::memcpy(error.data(), values + offset, error.size() * sizeof(float));
           offset += error.size();
         }
@@ -166,11 +171,10 @@ Status RunCompressedAllreduce(const RingArgs& ring, const std::vector<FusedPart>
     }
     Finish(result, total, DType::kFloat32, op, spec.postscale(), n);
     offset = 0;
-    for (const FusedPart* part : group) {
-      const auto& o = Op(*part);
+    for (size_t g = 0; g < group.size(); ++g) {
+      const auto& o = Op(*group[g]);
       std::memcpy(o.output, result + offset, o.count * sizeof(float));
-      if (is_adaptive)
-        state->tensors[part->request->name()].policy.Observe(adaptive, compress::Norm(result + offset, o.count));
+      if (is_adaptive) group_kept[g]->policy.Observe(adaptive, compress::Norm(result + offset, o.count));
       offset += o.count;
     }
   }

@@ -104,6 +104,7 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
     if (!failed.empty()) SendExecute(id, it->second, std::move(failed), out);
     negotiators_.erase(it);
     set_stats_.erase(id);
+    tuning_.erase(id);  // a set added again later is tuned afresh
     // Joins waiting on the set can never complete now: they fail like its pending tensors (and
     // joins_ keeps only sets that have a negotiator, which Tick and Remove rely on).
     auto waiting = joins_.find(id);
