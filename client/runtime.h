@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <condition_variable>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -210,7 +211,10 @@ class Runtime : private LinkListener, private FastPathPort {
     AlgorithmCutoffs cutoffs;
   };
   std::map<int32_t, SetTuning> tuning_;  // guarded by mu_
-  SetTuning TuningOf(int32_t set_id);    // takes mu_
+  // Whether any Execute carried a Tuning: until then TuningOf reads the Welcome's values without
+  // taking mu_ (the fast path asks every round).
+  std::atomic<bool> any_tuning_{false};
+  SetTuning TuningOf(int32_t set_id);    // takes mu_ once a set was tuned
   std::vector<std::unique_ptr<Lane>> retired_lanes_;  // of sets re-formed after an orderly leave
   bool shut_down_ = false;
   Status dead_;                      // coordinator lost or this rank evicted: everything fails

@@ -14,9 +14,11 @@
 namespace tutti::client {
 
 Runtime::SetTuning Runtime::TuningOf(int32_t set_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = tuning_.find(set_id);
-  if (it != tuning_.end()) return it->second;
+  if (any_tuning_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tuning_.find(set_id);
+    if (it != tuning_.end()) return it->second;
+  }
   // A tuttid of 0.11 sends no cut-offs: the built-in ones.
   SetTuning job;
   job.fusion_threshold = welcome_.fusion_threshold();
@@ -36,6 +38,7 @@ void Runtime::OnExecute(wire::Execute& execute) {
     values.cutoffs.pipeline_bytes = static_cast<size_t>(std::max<int64_t>(t.pipeline_bytes(), 1));
     std::lock_guard<std::mutex> lock(mu_);
     tuning_[set_id] = values;
+    any_tuning_.store(true, std::memory_order_release);
   }
   const AlgorithmCutoffs cutoffs = TuningOf(set_id).cutoffs;
   for (auto& response : *execute.mutable_responses()) {
