@@ -92,6 +92,7 @@ Status Runtime::Rendezvous() {
   request.set_stall_warning_ms(options_.stall_warning_ms);
   request.set_stall_shutdown_ms(options_.stall_shutdown_ms);
   request.set_transport(options_.transport);
+  request.set_data_security(transport::DataSecurityName(options_.data_security));
   request.set_last_membership_epoch(MembershipMemory::Last(options_.job));
   request.set_elastic(options_.elastic.on);
   request.set_min_size(options_.elastic.min_size);
@@ -118,7 +119,7 @@ Status Runtime::Rendezvous() {
     return Status(Code::kVersionMismatch,
                   "tuttid sent no data-plane secret: it is older than this library (0.3); "
                   "upgrade tuttid");
-  device_->SetJobSecret(welcome_.job_secret(), slot_);
+  device_->SetJobSecret(welcome_.job_secret(), slot_, options_.data_security);
   for (const auto& peer : welcome_.peers())
     peers_.push_back({peer.rank(), peer.data_endpoint(), peer.host()});
   TUTTI_RETURN_IF_ERROR(transport::PlanRoutes(slot_, options_.host_id, peers_,
@@ -212,10 +213,11 @@ void Runtime::OpenLane(int32_t set_id, const std::vector<int32_t>& ranks, int32_
         return comm_ids_.Take(set_id, group, deadline, interrupted, id);
       }};
   // A data-plane connection that closed under a collective is reported, so that tuttid finds out
-  // at once whether the peer died (docs/elastic.md, "Detection").
-  auto report_closed = [this, set_id, incarnation_epoch](int32_t peer) {
+  // at once whether the peer died (docs/elastic.md, "Detection"); one whose record failed
+  // authentication too, so that the set fails on every member (docs/security.md).
+  auto report_closed = [this, set_id, incarnation_epoch](int32_t peer, bool integrity) {
     std::lock_guard<std::mutex> lock(link_mu_);
-    if (link_) link_->SendPeerReport(set_id, peer, incarnation_epoch);
+    if (link_) link_->SendPeerReport(set_id, peer, incarnation_epoch, integrity);
   };
   std::vector<transport::PeerRoute> routes;
   SetCounters* set_counters = nullptr;

@@ -168,6 +168,10 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   // A forced backend this process cannot use (ibverbs without an RDMA device) is refused here,
   // on every rank alike, before the coordinator is met.
   TUTTI_RETURN_IF_ERROR(transport::CheckForcedTransport(o.transport));
+  const std::string security = Env("TUTTI_DATA_SECURITY").value_or("off");
+  if (!transport::ParseDataSecurity(security.empty() ? "off" : security, &o.data_security))
+    return Status(Code::kInvalidArgument, "TUTTI_DATA_SECURITY is '" + security +
+                                              "': use off, integrity or encrypt");
   const std::string hierarchical = Env("TUTTI_HIERARCHICAL").value_or("auto");
   if (hierarchical == "auto" || hierarchical.empty()) o.hierarchical = HierarchyMode::kAuto;
   else if (hierarchical == "0") o.hierarchical = HierarchyMode::kOff;

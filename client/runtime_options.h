@@ -11,6 +11,7 @@
 #include "client/exec/hierarchical.h"
 #include "client/exec/result_buffer.h"
 #include "common/status.h"
+#include "transport/secure/data_security.h"
 
 namespace tutti::client {
 
@@ -72,6 +73,9 @@ struct RuntimeOptions {
   // "auto" or a data-plane backend's name (transport/route_planner.h): which backend carries
   // each pair; a forced backend that cannot reach a peer is an error, never a silent fallback.
   std::string transport = "auto";
+  // What the TCP data plane protects (TUTTI_DATA_SECURITY=off|integrity|encrypt,
+  // docs/security.md). Job-wide: tuttid refuses ranks that differ.
+  transport::DataSecurity data_security = transport::DataSecurity::kOff;
   // Hierarchical allreduce across hosts (docs/algorithms.md): TUTTI_HIERARCHICAL=auto|0|1 and
   // TUTTI_HIERARCHICAL_MIN_BYTES. Job-wide: every rank must see the same values.
   HierarchyMode hierarchical = HierarchyMode::kAuto;

@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libzmq3-dev cppzmq-dev            # control plane transport
-  libsodium-dev                     # data-plane handshake (HMAC-SHA256, nonces)
+  libsodium-dev                     # data-plane handshake (HMAC-SHA256, nonces, session keys)
+  libssl-dev                        # data-plane record ciphers (OpenSSL's AES-256-GCM, ChaCha20-Poly1305)
   libtomlplusplus-dev               # tuttid's CURVE key files
   libprotobuf-dev protobuf-compiler # control plane schema
   libgtest-dev                      # tests

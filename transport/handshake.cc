@@ -2,6 +2,7 @@
 
 #include <sodium.h>
 
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 
@@ -9,7 +10,8 @@ namespace tutti::transport {
 namespace {
 
 // Domain separation: these MACs can never be confused with one computed for another purpose.
-constexpr char kContext[] = "tutti data-plane hello v1";
+constexpr char kContext[] = "tutti data-plane hello v2";
+constexpr char kProofContext[] = "tutti data-plane acceptor proof v1";
 constexpr char kParamsContext[] = "tutti data-plane params v1";
 
 void EnsureSodium() {
@@ -25,14 +27,27 @@ void Mac(const std::string& secret, const Challenge& challenge, const Hello& hel
   crypto_auth_hmacsha256_update(&state, reinterpret_cast<const uint8_t*>(kContext),
                                 sizeof(kContext));
   crypto_auth_hmacsha256_update(&state, challenge.nonce, sizeof(challenge.nonce));
-  const int32_t fields[] = {hello.set_id, hello.from_rank, hello.to_rank};
-  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const uint8_t*>(fields), sizeof(fields));
-  // The first hello's MAC stays what 0.2 defined; every later kind also signs its magic.
-  if (hello.magic != kHelloMagic)
-    crypto_auth_hmacsha256_update(&state, reinterpret_cast<const uint8_t*>(&hello.magic),
-                                  sizeof(hello.magic));
+  // Every field before the MAC, the magic included (a hello signed for one backend cannot pose
+  // as another's); the struct has no padding.
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const uint8_t*>(&hello),
+                                offsetof(Hello, mac));
   crypto_auth_hmacsha256_final(&state, out);
 }
+
+void ProofMac(const std::string& secret, const Challenge& challenge, const Hello& hello,
+              uint32_t aead, uint8_t out[crypto_auth_hmacsha256_BYTES]) {
+  crypto_auth_hmacsha256_state state;
+  crypto_auth_hmacsha256_init(&state, reinterpret_cast<const uint8_t*>(secret.data()),
+                              secret.size());
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const uint8_t*>(kProofContext),
+                                sizeof(kProofContext));
+  crypto_auth_hmacsha256_update(&state, challenge.nonce, sizeof(challenge.nonce));
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const uint8_t*>(&hello), sizeof(hello));
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const uint8_t*>(&aead), sizeof(aead));
+  crypto_auth_hmacsha256_final(&state, out);
+}
+
+uint32_t AeadBit(RecordAead aead) { return 1u << static_cast<uint32_t>(aead); }
 
 void ParamsMac(const std::string& secret, const Challenge& challenge, int32_t from, int32_t to,
                const void* params, size_t len, uint8_t out[crypto_auth_hmacsha256_BYTES]) {
@@ -51,6 +66,8 @@ void ParamsMac(const std::string& secret, const Challenge& challenge, int32_t fr
 static_assert(kParamsMacBytes == crypto_auth_hmacsha256_BYTES);
 
 static_assert(sizeof(Hello::mac) == crypto_auth_hmacsha256_BYTES);
+static_assert(sizeof(Hello) == offsetof(Hello, mac) + sizeof(Hello::mac), "Hello has no padding");
+static_assert(sizeof(Proof::mac) == crypto_auth_hmacsha256_BYTES);
 
 }  // namespace
 
@@ -64,6 +81,43 @@ Challenge NewChallenge() {
 void SignHello(const std::string& secret, const Challenge& challenge, Hello* hello) {
   EnsureSodium();
   Mac(secret, challenge, *hello, hello->mac);
+}
+
+Hello NewHello(const std::string& secret, const Challenge& challenge, uint32_t magic,
+               int32_t set_id, int32_t from, int32_t to, DataSecurity security) {
+  EnsureSodium();
+  Hello hello{magic, set_id, from, to, {}, static_cast<uint32_t>(security), 0, {}};
+  randombytes_buf(hello.nonce, sizeof(hello.nonce));
+  if (CpuHasAesGcm()) hello.aeads |= AeadBit(RecordAead::kAes256Gcm);
+  Mac(secret, challenge, hello, hello.mac);
+  return hello;
+}
+
+Proof NewProof(const std::string& secret, const Challenge& challenge, const Hello& hello) {
+  EnsureSodium();
+  RecordAead aead = RecordAead::kNone;
+  if (hello.security != static_cast<uint32_t>(DataSecurity::kOff))
+    aead = (hello.aeads & AeadBit(RecordAead::kAes256Gcm)) && CpuHasAesGcm()
+               ? RecordAead::kAes256Gcm
+               : RecordAead::kChaCha20Poly1305;  // fast without AES instructions, on either end
+  Proof proof{kProofMagic, static_cast<uint32_t>(aead), {}};
+  ProofMac(secret, challenge, hello, proof.aead, proof.mac);
+  return proof;
+}
+
+bool VerifyProof(const std::string& secret, const Challenge& challenge, const Hello& hello,
+                 const Proof& proof) {
+  if (secret.empty() || proof.magic != kProofMagic) return false;
+  const bool off = hello.security == static_cast<uint32_t>(DataSecurity::kOff);
+  const auto aead = static_cast<RecordAead>(proof.aead);
+  const bool acceptable = off ? aead == RecordAead::kNone
+                              : aead == RecordAead::kChaCha20Poly1305 ||
+                                    (aead == RecordAead::kAes256Gcm && (hello.aeads & AeadBit(aead)));
+  if (!acceptable) return false;
+  EnsureSodium();
+  uint8_t expected[crypto_auth_hmacsha256_BYTES];
+  ProofMac(secret, challenge, hello, proof.aead, expected);
+  return sodium_memcmp(expected, proof.mac, sizeof(expected)) == 0;
 }
 
 bool VerifyHello(const std::string& secret, const Challenge& challenge, const Hello& hello) {

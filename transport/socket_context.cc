@@ -95,6 +95,10 @@ Status SocketContext::SendRecv(int32_t to, const void* send_buf, size_t send_len
   size_t sent = 0, received = 0;
   auto lost = [&](int32_t peer, const Status& why) {
     closed_peer_ = peer;
+    // A record that failed authentication (transport/secure/) is not a lost peer: say so.
+    if (why.code() == Code::kAuthFailed)
+      return broken_ = Status(Code::kAuthFailed, "data-plane integrity: rank " +
+                                                     std::to_string(peer) + ": " + why.message());
     return broken_ = Status(Code::kPeerLost,
                             "peer lost: rank " + std::to_string(peer) + ": " + why.message());
   };

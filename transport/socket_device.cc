@@ -49,10 +49,39 @@ std::string UnixName(const std::string& endpoint) { return "tutti." + endpoint; 
 
 Hello SocketDevice::SignedHello(int32_t set_id, int32_t self, int32_t peer,
                                 const Challenge& challenge, uint32_t magic) {
-  Hello hello{magic, set_id, self, peer, {}};
   std::lock_guard<std::mutex> lock(mu_);
-  SignHello(secret_, challenge, &hello);
-  return hello;
+  return NewHello(secret_, challenge, magic, set_id, self, peer, security_.load());
+}
+
+SessionKeys SocketDevice::KeysOf(const Session& session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return DeriveSessionKeys(secret_, session.challenge.nonce, session.hello.nonce,
+                           session.hello.set_id, session.hello.from_rank, session.hello.to_rank,
+                           static_cast<DataSecurity>(session.hello.security), session.aead);
+}
+
+Status SocketDevice::AwaitProof(int fd, const Challenge& challenge, const Hello& hello,
+                                Deadline deadline, int abort_fd, const std::string& who,
+                                Session* session) {
+  Proof proof{};
+  // The acceptor thread proves itself as soon as it knows the job's secret: a peer that has not
+  // had its Welcome yet answers a little later, within the deadline.
+  Status status = ReadFully(fd, &proof, sizeof(proof), deadline, cancel_.get(), abort_fd, who);
+  if (status.code() == Code::kShutDown || status.code() == Code::kAborted) return status;
+  if (!status.ok())
+    return Status(status.code(), "peer lost: rank " + std::to_string(hello.to_rank) +
+                                     ": no answer to the data-plane handshake: " + status.message());
+  bool genuine;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    genuine = VerifyProof(secret_, challenge, hello, proof);
+  }
+  if (!genuine)
+    return Status(Code::kAuthFailed,
+                  "authentication failed: " + who + " did not prove it belongs to this job "
+                  "(its data-plane handshake answer does not verify under the job's secret)");
+  if (session != nullptr) *session = Session{challenge, hello, static_cast<RecordAead>(proof.aead)};
+  return Status::Ok();
 }
 
 void SocketDevice::SignParams(const Challenge& challenge, int32_t from, int32_t to,
@@ -139,14 +168,42 @@ void SocketDevice::AcceptLoop() {
   }
 }
 
-void SocketDevice::SetJobSecret(const std::string& secret, int32_t self) {
+void SocketDevice::SetJobSecret(const std::string& secret, int32_t self, DataSecurity security) {
   std::lock_guard<std::mutex> lock(mu_);
   secret_ = secret;
   self_ = self;
+  security_ = security;
+  // Claims parked before the secret was known wait for our proof: genuine ones get it now, so
+  // their connectors go on without waiting for our lanes; forged ones are dropped.
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    auto& claims = it->second;
+    for (auto claim = claims.begin(); claim != claims.end();) {
+      if (Genuine(*claim) && Prove(&*claim)) {
+        ++claim;
+      } else {
+        ++rejected_[it->first];
+        claim = claims.erase(claim);
+      }
+    }
+    it = claims.empty() ? parked_.erase(it) : std::next(it);
+  }
+  parked_cv_.notify_all();
 }
 
 bool SocketDevice::Genuine(const Parked& parked) const {
-  return parked.hello.to_rank == self_ && VerifyHello(secret_, parked.challenge, parked.hello);
+  return parked.hello.to_rank == self_ &&
+         parked.hello.security == static_cast<uint32_t>(security_.load()) &&
+         VerifyHello(secret_, parked.challenge, parked.hello);
+}
+
+bool SocketDevice::Prove(Parked* parked) {
+  if (parked->proven) return true;
+  const Proof proof = NewProof(secret_, parked->challenge, parked->hello);
+  // 40 bytes on a fresh connection never fill its socket buffer: this does not block.
+  const ssize_t n = send(parked->connection.fd.get(), &proof, sizeof(proof), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n != static_cast<ssize_t>(sizeof(proof))) return false;
+  parked->connection.session.aead = static_cast<RecordAead>(proof.aead);
+  return parked->proven = true;
 }
 
 void SocketDevice::Park(int listener, Link link) {
@@ -175,7 +232,7 @@ void SocketDevice::Park(int listener, Link link) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& claims = parked_[{parked.hello.set_id, parked.hello.from_rank}];
   if (!secret_.empty()) {
-    if (!Genuine(parked)) {
+    if (!Genuine(parked) || !Prove(&parked)) {
       ++rejected_[{parked.hello.set_id, parked.hello.from_rank}];
       if (claims.empty()) parked_.erase({parked.hello.set_id, parked.hello.from_rank});
       parked_cv_.notify_all();
@@ -197,7 +254,7 @@ bool Readable(int fd) {
 
 Status SocketDevice::ConnectTcp(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
                           Deadline deadline, int abort_fd, UniqueFd* out, uint32_t magic,
-                          Challenge* challenge_out) {
+                          Session* session) {
   const std::string who = "rank " + std::to_string(peer) + " at " + endpoint;
   // Every failure to reach the peer reads "peer lost: rank K: ...", like those of SendRecv.
   const std::string lost = "peer lost: rank " + std::to_string(peer) + ": cannot connect to " + endpoint;
@@ -235,7 +292,7 @@ Status SocketDevice::ConnectTcp(int32_t set_id, int32_t self, int32_t peer, cons
   Hello hello = SignedHello(set_id, self, peer, challenge, magic);
   status = WriteFully(fd.get(), &hello, sizeof(hello), deadline, cancel_.get(), who);
   if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
-  if (challenge_out != nullptr) *challenge_out = challenge;
+  TUTTI_RETURN_IF_ERROR(AwaitProof(fd.get(), challenge, hello, deadline, abort_fd, who, session));
   *out = std::move(fd);
   return Status::Ok();
 }
@@ -279,6 +336,8 @@ Status SocketDevice::ConnectUnix(int32_t set_id, int32_t self, int32_t peer,
   status = WriteWithFds(fd.get(), &hello, sizeof(hello), fds);
   if (!status.ok()) return Status(status.code(), lost + ": " + status.message());
   SetNonBlocking(fd.get());
+  TUTTI_RETURN_IF_ERROR(AwaitProof(fd.get(), challenge, hello, deadline, abort_fd,
+                                   "rank " + std::to_string(peer) + " at @" + name, nullptr));
   *out = std::move(fd);
   return Status::Ok();
 }
@@ -293,12 +352,13 @@ Status SocketDevice::Accept(int32_t set_id, int32_t peer, Deadline deadline, int
     if (it != parked_.end()) {
       auto& claims = it->second;
       for (auto claim = claims.begin(); claim != claims.end();) {
-        if (Genuine(*claim)) {
+        if (Genuine(*claim) && Prove(&*claim)) {
           *out = std::move(claim->connection);
           out->channel = set_id;
           out->peer = peer;
           out->self = claim->hello.to_rank;
-          out->challenge = claim->challenge;
+          out->session.challenge = claim->challenge;
+          out->session.hello = claim->hello;
           out->deadline = deadline;
           out->abort_fd = abort_fd;
           claims.erase(claim);

@@ -11,8 +11,10 @@
 // Who connects: for each pair of ranks in a set, the lower global rank connects and chooses the
 // backend; the higher accepts whatever arrives. The acceptor thread answers every connection at
 // once with a fresh nonce, and the connecting side sends its hello (for shared memory with the
-// segment's fds) and an HMAC over the nonce under the job's secret (transport/handshake.h): no
-// lane's cooperation is needed, so lanes setting up in any order never wait on each other.
+// segment's fds) and an HMAC over the nonce under the job's secret (transport/handshake.h); the
+// acceptor thread answers a verified hello with its own proof (at once, or when the job's secret
+// arrives): no lane's cooperation is needed, so lanes setting up in any order never wait on each
+// other.
 //
 // Under TUTTI_TRANSPORT=mpi (MPI mode) the device also owns the runtime's MessageCarrier, and every
 // pair is the MPI backend's: a connection through the TCP listener is then the handshake socket of
@@ -29,15 +31,16 @@
 #include "transport/fd_io.h"
 #include "transport/handshake.h"
 #include "transport/message_pipe.h"
+#include "transport/secure/session_keys.h"
 #include "transport/transport.h"
 
 namespace tutti::transport {
 
 // A connection as the acceptor parked it: the socket, the link it carries (by the listener it
 // came through, or named by its hello's magic), the file descriptors its hello carried, and the
-// channel and rank it named. Accept adds what a backend that still talks on the socket needs
-// (ibverbs): the challenge the hello answered, the rank it reached, and the caller's deadline
-// and abort fd.
+// channel and rank it named. Accept adds what a backend that still talks on the socket needs:
+// the handshake (challenge, hello, chosen cipher: ibverbs signs with it, TCP derives its record
+// keys from it), the rank it reached, and the caller's deadline and abort fd.
 struct Accepted {
   UniqueFd fd;
   Link link = Link::kTcp;
@@ -45,7 +48,7 @@ struct Accepted {
   int32_t channel = 0;
   int32_t peer = -1;
   int32_t self = -1;
-  Challenge challenge{};
+  Session session;
   Deadline deadline{};
   int abort_fd = -1;
 };
@@ -58,7 +61,11 @@ class SocketDevice : public Device {
   ~SocketDevice() override;
 
   const std::string& endpoint() const override { return endpoint_; }
-  void SetJobSecret(const std::string& secret, int32_t self) override;
+  void SetJobSecret(const std::string& secret, int32_t self, DataSecurity security) override;
+  // The job's data-plane protection, as SetJobSecret gave it. Any thread.
+  DataSecurity security() const { return security_.load(); }
+  // The record keys of a connection whose handshake was `session` (transport/secure/).
+  SessionKeys KeysOf(const Session& session);
   std::unique_ptr<Context> CreateContext(int32_t set_id, int32_t self,
                                          std::vector<PeerRoute> routes) override;
   void Shutdown() override;
@@ -68,11 +75,11 @@ class SocketDevice : public Device {
                       std::unique_ptr<Stream>* stream) override;
 
   // Used by SocketContext (from its lane thread). `abort_fd` readable ends the wait early.
-  // `magic`: the hello's (kIbverbsHelloMagic for an ibverbs bootstrap); `challenge`, if given,
-  // receives the nonce the hello answered, for signing what follows on the socket.
+  // `magic`: the hello's (kIbverbsHelloMagic for an ibverbs bootstrap); `session`, if given,
+  // receives the handshake, for signing what follows on the socket or deriving its keys.
   Status ConnectTcp(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
                     Deadline deadline, int abort_fd, UniqueFd* out,
-                    uint32_t magic = kHelloMagic, Challenge* challenge = nullptr);
+                    uint32_t magic = kHelloMagic, Session* session = nullptr);
   // Connects to the Unix listener of the device whose TCP endpoint is `endpoint` (same host),
   // passing `fds` with the hello. `abort_fd` readable ends the wait early.
   Status ConnectUnix(int32_t set_id, int32_t self, int32_t peer, const std::string& endpoint,
@@ -100,12 +107,18 @@ class SocketDevice : public Device {
     Accepted connection;
     Challenge challenge;  // what this connection was asked to sign
     Hello hello;
+    bool proven = false;  // our proof was sent
   };
   // Our answer to `challenge` on a connection to `peer`.
   Hello SignedHello(int32_t set_id, int32_t self, int32_t peer, const Challenge& challenge,
                     uint32_t magic = kHelloMagic);
-  // Whether `parked` proved it belongs to the job. Caller holds mu_.
+  // Reads the acceptor's proof after our `hello` and checks it; fills `session`.
+  Status AwaitProof(int fd, const Challenge& challenge, const Hello& hello, Deadline deadline,
+                    int abort_fd, const std::string& who, Session* session);
+  // Whether `parked` proved it belongs to the job, with our data-security setting. Caller holds mu_.
   bool Genuine(const Parked& parked) const;
+  // Sends our proof to a genuine `parked` once; false if the socket failed. Caller holds mu_.
+  bool Prove(Parked* parked);
 
   SocketDevice(UniqueFd tcp_listener, UniqueFd unix_listener, UniqueFd cancel, std::string endpoint,
                std::unique_ptr<MessageCarrier> carrier);
@@ -119,6 +132,7 @@ class SocketDevice : public Device {
   std::mutex mu_;
   std::string secret_;  // the job's, once known; guarded by mu_
   int32_t self_ = -1;   // guarded by mu_
+  std::atomic<DataSecurity> security_{DataSecurity::kOff};
   std::condition_variable parked_cv_;
   // (set, from rank) -> connections claiming to be from it. Once the secret is known only genuine
   // ones are parked; before, a forged claim must not displace the real one, so a few are kept.

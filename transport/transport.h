@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "transport/secure/data_security.h"
 #include "transport/message_pipe.h"
 
 namespace tutti::transport {
@@ -119,9 +120,10 @@ class Device {
   // The address other ranks connect to, e.g. "10.0.0.5:40123".
   virtual const std::string& endpoint() const = 0;
 
-  // Called once the rendezvous gives the job's secret and this rank: incoming connections must
-  // prove they know the secret (transport/handshake.h), and outgoing ones prove it.
-  virtual void SetJobSecret(const std::string& secret, int32_t self) = 0;
+  // Called once the rendezvous gives the job's secret and this rank: connections prove they know
+  // the secret both ways (transport/handshake.h), and TCP ones then protect their bytes as
+  // `security` says (transport/secure/).
+  virtual void SetJobSecret(const std::string& secret, int32_t self, DataSecurity security) = 0;
 
   // A context for process set `set_id`, as rank `self`, reaching rank r through `routes[r]`.
   virtual std::unique_ptr<Context> CreateContext(int32_t set_id, int32_t self,

@@ -140,7 +140,8 @@ void CoordinatorLink::EnterEpoch(uint64_t membership_epoch, const std::vector<in
   fast_cv_.notify_all();
 }
 
-void CoordinatorLink::SendPeerReport(int32_t set_id, int32_t rank, uint64_t incarnation_epoch) {
+void CoordinatorLink::SendPeerReport(int32_t set_id, int32_t rank, uint64_t incarnation_epoch,
+                                     bool integrity_failure) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!registered_ || !dead_.ok()) return;
@@ -148,6 +149,7 @@ void CoordinatorLink::SendPeerReport(int32_t set_id, int32_t rank, uint64_t inca
     frame.mutable_peer_report()->set_rank(rank);
     frame.mutable_peer_report()->set_set_id(set_id);
     frame.mutable_peer_report()->set_incarnation_epoch(incarnation_epoch);
+    frame.mutable_peer_report()->set_integrity_failure(integrity_failure);
     outbox_.push_back(Stamp(frame));
   }
   Wake();

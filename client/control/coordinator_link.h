@@ -121,8 +121,10 @@ class CoordinatorLink {
   // Sends the NCCL unique id of (set, group) for tuttid to relay to the set's other members.
   void SendCommId(int32_t set_id, int32_t group, const std::string& id);
   // This rank's data-plane connection to `rank` closed while `set_id`'s lane of the incarnation
-  // begun in membership epoch `incarnation_epoch` used it. Fire and forget.
-  void SendPeerReport(int32_t set_id, int32_t rank, uint64_t incarnation_epoch);
+  // begun in membership epoch `incarnation_epoch` used it (or, `integrity_failure`, a record from
+  // `rank` failed authentication). Fire and forget.
+  void SendPeerReport(int32_t set_id, int32_t rank, uint64_t incarnation_epoch,
+                      bool integrity_failure = false);
   // This rank is at a boundary where its elastic job may change (docs/elastic.md, "Adding ranks").
   void SendAtBoundary();
   // An elastic job re-formed (docs/elastic.md): later frames carry `membership_epoch`, and the

@@ -24,7 +24,7 @@ std::string ToUpper(std::string text) {
 Lane::Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
            std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
            Counters* counters, SetCounters* set_counters, Timeline* timeline, CommIdRelay relay,
-           std::function<void(int32_t)> report_closed, FastPathPort* fast_path,
+           std::function<void(int32_t, bool)> report_closed, FastPathPort* fast_path,
            std::chrono::milliseconds fast_path_patience, SetTopology topology)
     : set_id_(set_id),
       members_(MemberList(std::move(members))),
@@ -135,7 +135,7 @@ void Lane::RunWork(Work& work) {
       bytes += operation.count * ElementSize(static_cast<DType>(operation.spec.dtype()));
     }
     Status status = Execute(work);
-    if (status.code() == Code::kPeerLost) {
+    if (status.code() == Code::kPeerLost || status.code() == Code::kAuthFailed) {
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (broken_.ok()) broken_ = Status(status.code(), peer_lost_cause_);
@@ -143,7 +143,7 @@ void Lane::RunWork(Work& work) {
       const int32_t closed = context_->closed_peer();
       if (closed >= 0 && report_closed_ && !reported_closed_) {
         reported_closed_ = true;
-        report_closed_(closed);
+        report_closed_(closed, status.code() == Code::kAuthFailed);
       }
     }
     Counters::Add(counters_->collectives, 1);
@@ -264,7 +264,8 @@ Status Lane::Execute(Work& work) {
     }
   }
   if (status.ok()) return status;
-  if (status.code() == Code::kPeerLost) peer_lost_cause_ = status.message();
+  if (status.code() == Code::kPeerLost || status.code() == Code::kAuthFailed)
+    peer_lost_cause_ = status.message();
   const std::string what = work.size() == 1 ? "'" + spec.name() + "'"
                                             : "fused with '" + spec.name() + "' and " +
                                                   std::to_string(work.size() - 1) + " more";

@@ -39,13 +39,14 @@ class Lane {
                        std::string* id)> await;
   };
 
-  // `counters`, `set_counters` (this set's) and `timeline` outlive the lane. `report_closed(peer)` runs on the lane thread,
-  // once, when a collective failed because the data-plane connection to `peer` closed.
+  // `counters`, `set_counters` (this set's) and `timeline` outlive the lane. `report_closed(peer, integrity)` runs on the lane thread,
+  // once, when a collective failed because the data-plane connection to `peer` closed, or (with
+  // `integrity`) because a record from `peer` failed authentication.
   // `topology`: the members' hosts and the job's hierarchy mode (client/exec/hierarchical.h).
   Lane(int32_t set_id, std::vector<int32_t> members, int32_t self,
        std::unique_ptr<transport::Context> context, std::chrono::milliseconds step_timeout,
        Counters* counters, SetCounters* set_counters, Timeline* timeline, CommIdRelay relay,
-       std::function<void(int32_t peer)> report_closed = nullptr, FastPathPort* fast_path = nullptr,
+       std::function<void(int32_t peer, bool integrity)> report_closed = nullptr, FastPathPort* fast_path = nullptr,
        std::chrono::milliseconds fast_path_patience = std::chrono::milliseconds(1000),
        SetTopology topology = {});
   // Runs what is still queued, then joins the thread. Every member released the same queue, so
@@ -124,7 +125,7 @@ class Lane {
   CompressionState compression_;     // lane thread only
   std::string peer_lost_cause_;  // lane thread only
   const CommIdRelay relay_;
-  const std::function<void(int32_t)> report_closed_;
+  const std::function<void(int32_t, bool)> report_closed_;
   bool reported_closed_ = false;  // lane thread only
   DeviceLaneState device_state_;  // lane thread only; destroyed with the lane, after the thread
   FastPathPort* const port_;

@@ -134,11 +134,11 @@ void Lane::FastPathStep() {
 void Lane::FastPathFailed(const Status& status) {
   fast_.on = false;
   Status cause = status;
-  if (status.code() == Code::kPeerLost) {
+  if (status.code() == Code::kPeerLost || status.code() == Code::kAuthFailed) {
     const int32_t closed = context_->closed_peer();
     if (closed >= 0 && report_closed_ && !reported_closed_) {
       reported_closed_ = true;
-      report_closed_(closed);
+      report_closed_(closed, status.code() == Code::kAuthFailed);
     }
   }
   {

@@ -26,6 +26,11 @@ namespace tutti::server {
 class RecentErrors;
 class ServiceMetrics;
 
+// A registration's TUTTI_DATA_SECURITY; a protocol-5 rank sends none: off.
+inline std::string DataSecurityOf(const wire::Register& reg) {
+  return reg.data_security().empty() ? "off" : reg.data_security();
+}
+
 class Job {
  public:
   // tuttid's settings for every job; a job's ranks may override the stall thresholds.
@@ -133,6 +138,8 @@ class Job {
   // Fast failure detection (job_detection.cc, docs/elastic.md).
   // `rank` lost its data-plane connection to msg.rank(): tuttid probes that rank.
   void PeerReport(int32_t rank, const wire::PeerReport& msg, Clock::time_point now, Outbox* out);
+  // A member's report that a record from `peer` failed authentication: the set fails at once.
+  void IntegrityFailure(int32_t reporter, int32_t peer, int32_t set_id, Outbox* out);
   // Whether a report from a lane of `set_id`'s incarnation begun in `incarnation_epoch` is about
   // an incarnation the job re-formed since (job_detection.cc).
   bool StaleIncarnation(int32_t set_id, uint64_t incarnation_epoch) const;

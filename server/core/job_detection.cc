@@ -24,6 +24,10 @@ void Job::PeerReport(int32_t rank, const wire::PeerReport& msg, Clock::time_poin
   // A lane of an incarnation re-formed since saw its connections close because of the
   // re-formation itself: nothing is wrong with the set's current incarnation.
   if (StaleIncarnation(msg.set_id(), msg.incarnation_epoch())) return;
+  if (msg.integrity_failure()) {
+    IntegrityFailure(rank, peer, msg.set_id(), out);
+    return;
+  }
   auto [it, fresh] = probes_.try_emplace(peer);
   ProbeWait& probe = it->second;
   probe.reports.push_back({rank, msg.set_id(), msg.incarnation_epoch()});
@@ -33,6 +37,29 @@ void Job::PeerReport(int32_t rank, const wire::PeerReport& msg, Clock::time_poin
   spdlog::info("job '{}': rank {} lost its data-plane connection to rank {}: probing it", id_,
                RankNow(rank), RankNow(peer));
   out->push_back({peer_of_rank_[peer], frames::Probe(probe.nonce)});
+}
+
+void Job::IntegrityFailure(int32_t reporter, int32_t peer, int32_t set_id, Outbox* out) {
+  // Something on the path between the two altered, replayed, reordered or dropped a record. Both
+  // ranks may be fine, but the set's byte streams cannot be trusted any more: the set fails now,
+  // on every member, and says why; probing would only find the peer alive.
+  auto negotiator = negotiators_.find(set_id);
+  if (negotiator == negotiators_.end() || !negotiator->second.contains(reporter) ||
+      !negotiator->second.contains(peer))
+    return;
+  const Status status(
+      Code::kAuthFailed,
+      fmt::format("data-plane integrity: rank {} received a record from rank {} on process set {} "
+                  "that failed authentication (altered, replayed, reordered or dropped on the "
+                  "way); the set fails",
+                  RankNow(reporter), RankNow(peer), set_id));
+  spdlog::error("job '{}': {}", id_, status.message());
+  std::vector<wire::Response> failed;
+  negotiator->second.Break(status, &failed);
+  if (!failed.empty()) SendExecute(set_id, negotiator->second, std::move(failed), out);
+  const Payload broken = frames::SetsBroken({set_id}, status);
+  for (int32_t member : negotiator->second.members())
+    if (alive(member)) out->push_back({peer_of_rank_[member], broken});
 }
 
 void Job::ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out) {

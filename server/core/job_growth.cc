@@ -32,6 +32,12 @@ Status Job::RegisterAdded(const std::string& peer, const wire::Register& msg,
                   fmt::format("transports differ: job '{}' runs with '{}', the rank added as {} "
                               "asked for '{}' (set TUTTI_TRANSPORT alike on every rank)",
                               id_, registrations_[0]->transport(), claim, msg.transport()));
+  if (DataSecurityOf(msg) != DataSecurityOf(*registrations_[0]))
+    return Status(Code::kMismatch,
+                  fmt::format("data-plane security differs: job '{}' runs with '{}', the rank "
+                              "added as {} asked for '{}' (set TUTTI_DATA_SECURITY alike on every "
+                              "rank)",
+                              id_, DataSecurityOf(*registrations_[0]), claim, DataSecurityOf(msg)));
   if (msg.static_sets_size() > 0)
     return Status(Code::kUnsupported,
                   fmt::format("unsupported: rank {} joins the running elastic job '{}' with static "

@@ -120,6 +120,16 @@ void Job::Welcome(Clock::time_point now, Outbox* out) {
                                    registrations_[0]->transport(), r,
                                    registrations_[r]->transport()),
                        out);
+  // Every connection's handshake binds both ends to one setting; a rank protecting its bytes
+  // with peers that do not would fail connection by connection, so the job refuses the mix here.
+  for (int32_t r = 1; r < size_; ++r)
+    if (DataSecurityOf(*registrations_[r]) != DataSecurityOf(*registrations_[0]))
+      return RefuseAll(Code::kMismatch,
+                       fmt::format("data-plane security differs: rank 0 asked for '{}', rank {} "
+                                   "for '{}' (set TUTTI_DATA_SECURITY alike on every rank)",
+                                   DataSecurityOf(*registrations_[0]), r,
+                                   DataSecurityOf(*registrations_[r])),
+                       out);
   std::vector<int32_t> ids;
   Status status = sets_.DefineStatic(lists, &ids);
   if (!status.ok()) return RefuseAll(status.code(), status.message(), out);

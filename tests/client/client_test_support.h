@@ -53,7 +53,10 @@ inline void RunOnThreads(size_t n, const std::function<void(size_t)>& fn) {
 // knowing one job secret. Ranks on host "this-host" unless `hosts` says otherwise.
 class LoopbackJob {
  public:
-  explicit LoopbackJob(size_t n, std::vector<std::string> hosts = {}) : hosts_(std::move(hosts)) {
+  // `security`: what the TCP data plane protects (transport/secure/).
+  explicit LoopbackJob(size_t n, std::vector<std::string> hosts = {},
+                       transport::DataSecurity security = transport::DataSecurity::kOff)
+      : hosts_(std::move(hosts)) {
     if (hosts_.empty()) hosts_.assign(n, "this-host");
     const std::string secret = transport::NewJobSecret();
     for (size_t r = 0; r < n; ++r) {
@@ -61,7 +64,7 @@ class LoopbackJob {
       Status status = transport::CreateDevice("127.0.0.1", &device);
       EXPECT_TRUE(IsOk(status));
       if (!device) return;
-      device->SetJobSecret(secret, static_cast<int32_t>(r));
+      device->SetJobSecret(secret, static_cast<int32_t>(r), security);
       devices_.push_back(std::move(device));
     }
   }
@@ -77,14 +80,17 @@ class LoopbackJob {
     return peers;
   }
 
-  // Rank r's context for `set_id`, routed as `transport` ("auto", "tcp", "shm") plans it.
-  std::unique_ptr<transport::Context> Context(size_t r, int32_t set_id,
-                                              const std::string& transport) {
+  // Rank r's context for `set_id`, routed as `transport` ("auto", "tcp", "shm") plans it, then as
+  // `edit` changes the routes (a test's relay in the path), if given.
+  std::unique_ptr<transport::Context> Context(
+      size_t r, int32_t set_id, const std::string& transport,
+      const std::function<void(std::vector<transport::PeerRoute>*)>& edit = nullptr) {
     std::vector<transport::PeerRoute> routes;
     Status status =
         transport::PlanRoutes(static_cast<int32_t>(r), hosts_.at(r), Peers(), transport, &routes);
     EXPECT_TRUE(IsOk(status));
     if (!status.ok()) return nullptr;
+    if (edit) edit(&routes);
     return devices_.at(r)->CreateContext(set_id, static_cast<int32_t>(r), std::move(routes));
   }
 

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "transport/fd_io.h"
 #include "transport/handshake.h"
 #include "transport/socket_device.h"
@@ -53,22 +55,25 @@ class RawConnection {
     Status status = WriteFully(fd_.get(), &hello, sizeof(hello), In(30), -1, "device");
     EXPECT_TRUE(status.ok()) << status.message();
   }
+  // The acceptor's answer to a hello it verified.
+  Status ReadProof(Proof* proof, double seconds = 30) {
+    return ReadFully(fd_.get(), proof, sizeof(*proof), In(seconds), -1, "device");
+  }
 
  private:
   UniqueFd fd_;
 };
 
-Hello Signed(const std::string& secret, const Challenge& challenge) {
-  Hello hello{kHelloMagic, kSet, kConnector, kAcceptor, {}};
-  SignHello(secret, challenge, &hello);
-  return hello;
+Hello Signed(const std::string& secret, const Challenge& challenge,
+             DataSecurity security = DataSecurity::kOff) {
+  return NewHello(secret, challenge, kHelloMagic, kSet, kConnector, kAcceptor, security);
 }
 
 TEST(Handshake, GenuineConnectionIsAccepted) {
   const std::string secret = NewJobSecret();
   auto acceptor = NewDevice(), connector = NewDevice();
-  acceptor->SetJobSecret(secret, kAcceptor);
-  connector->SetJobSecret(secret, kConnector);
+  acceptor->SetJobSecret(secret, kAcceptor, DataSecurity::kOff);
+  connector->SetJobSecret(secret, kConnector, DataSecurity::kOff);
   UniqueFd fd;
   Status status = connector->ConnectTcp(kSet, kConnector, kAcceptor, acceptor->endpoint(), In(30),
                                         -1, &fd);
@@ -82,7 +87,7 @@ TEST(Handshake, GenuineConnectionIsAccepted) {
 TEST(Handshake, ReplayedHelloIsRefused) {
   const std::string secret = NewJobSecret();
   auto acceptor = NewDevice();
-  acceptor->SetJobSecret(secret, kAcceptor);
+  acceptor->SetJobSecret(secret, kAcceptor, DataSecurity::kOff);
   // A genuine exchange, recorded by an eavesdropper...
   RawConnection genuine(*acceptor);
   const Hello recorded = Signed(secret, genuine.ReadChallenge());
@@ -103,7 +108,7 @@ TEST(Handshake, ReplayedHelloIsRefused) {
 
 TEST(Handshake, AnotherJobsSecretIsRefused) {
   auto acceptor = NewDevice();
-  acceptor->SetJobSecret(NewJobSecret(), kAcceptor);
+  acceptor->SetJobSecret(NewJobSecret(), kAcceptor, DataSecurity::kOff);
   RawConnection outsider(*acceptor);
   outsider.Send(Signed(NewJobSecret(), outsider.ReadChallenge()));
   Accepted accepted;
@@ -114,11 +119,10 @@ TEST(Handshake, AnotherJobsSecretIsRefused) {
 TEST(Handshake, HelloMeantForAnotherRankIsRefused) {
   const std::string secret = NewJobSecret();
   auto acceptor = NewDevice();
-  acceptor->SetJobSecret(secret, kAcceptor);
+  acceptor->SetJobSecret(secret, kAcceptor, DataSecurity::kOff);
   RawConnection misdirected(*acceptor);
-  Hello hello{kHelloMagic, kSet, kConnector, kAcceptor + 1, {}};
-  SignHello(secret, misdirected.ReadChallenge(), &hello);
-  misdirected.Send(hello);
+  misdirected.Send(NewHello(secret, misdirected.ReadChallenge(), kHelloMagic, kSet, kConnector,
+                            kAcceptor + 1, DataSecurity::kOff));
   Accepted accepted;
   Status status = acceptor->Accept(kSet, kConnector, In(2), -1, &accepted);
   EXPECT_EQ(status.code(), Code::kAuthFailed) << status.message();
@@ -127,19 +131,27 @@ TEST(Handshake, HelloMeantForAnotherRankIsRefused) {
 TEST(Handshake, ForgedClaimBeforeTheSecretIsKnownDoesNotDisplaceTheRealOne) {
   const std::string secret = NewJobSecret();
   auto acceptor = NewDevice(), connector = NewDevice();
-  connector->SetJobSecret(secret, kConnector);
-  // The acceptor has not heard its Welcome yet: both connections are parked unverified.
+  connector->SetJobSecret(secret, kConnector, DataSecurity::kOff);
+  // The acceptor has not heard its Welcome yet: both connections are parked unverified, and the
+  // genuine connector waits for the acceptor's proof, which comes with the secret.
   RawConnection forger(*acceptor);
   forger.Send(Signed(NewJobSecret(), forger.ReadChallenge()));
   UniqueFd fd;
-  Status status = connector->ConnectTcp(kSet, kConnector, kAcceptor, acceptor->endpoint(), In(30),
-                                        -1, &fd);
-  ASSERT_TRUE(status.ok()) << status.message();
+  Status connected;
+  std::thread connecting([&] {
+    connected = connector->ConnectTcp(kSet, kConnector, kAcceptor, acceptor->endpoint(), In(30),
+                                      -1, &fd);
+  });
   RawConnection late_forger(*acceptor);
   late_forger.Send(Signed(NewJobSecret(), late_forger.ReadChallenge()));
-  acceptor->SetJobSecret(secret, kAcceptor);
+  acceptor->SetJobSecret(secret, kAcceptor, DataSecurity::kOff);
+  connecting.join();
+  ASSERT_TRUE(connected.ok()) << connected.message();
+  // Forgers get no proof: their connections are closed.
+  Proof proof{};
+  EXPECT_EQ(forger.ReadProof(&proof).code(), Code::kPeerLost);
   Accepted accepted;
-  status = acceptor->Accept(kSet, kConnector, In(30), -1, &accepted);
+  Status status = acceptor->Accept(kSet, kConnector, In(30), -1, &accepted);
   ASSERT_TRUE(status.ok()) << status.message();
   // The genuine connection is the one accepted: what the connector writes arrives.
   const char ping[] = "ping";
@@ -148,6 +160,98 @@ TEST(Handshake, ForgedClaimBeforeTheSecretIsKnownDoesNotDisplaceTheRealOne) {
   status = ReadFully(accepted.fd.get(), got, sizeof(got), In(30), -1, "connector");
   ASSERT_TRUE(status.ok()) << status.message();
   EXPECT_STREQ(got, "ping");
+}
+
+// A listener that speaks the handshake but does not know the job's secret: it sends a challenge
+// and, for the connector's hello, a proof it cannot compute.
+class Impostor {
+ public:
+  Impostor() : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    EXPECT_EQ(bind(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(listen(fd_.get(), 4), 0);
+    socklen_t len = sizeof(addr);
+    getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+    endpoint_ = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    thread_ = std::thread([this] {
+      UniqueFd peer(accept(fd_.get(), nullptr, nullptr));
+      const Challenge challenge = NewChallenge();
+      Hello hello{};
+      if (!WriteFully(peer.get(), &challenge, sizeof(challenge), In(30), -1, "connector").ok() ||
+          !ReadFully(peer.get(), &hello, sizeof(hello), In(30), -1, "connector").ok())
+        return;
+      // Its best guess: a proof under a secret of its own.
+      const Proof proof = NewProof(NewJobSecret(), challenge, hello);
+      (void)WriteFully(peer.get(), &proof, sizeof(proof), In(30), -1, "connector");
+      char byte;
+      (void)ReadFully(peer.get(), &byte, 1, In(30), -1, "connector");  // until the connector closes
+    });
+  }
+  ~Impostor() { thread_.join(); }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  UniqueFd fd_;
+  std::string endpoint_;
+  std::thread thread_;
+};
+
+TEST(Handshake, AnAcceptorThatCannotProveItselfIsRefused) {
+  auto connector = NewDevice();
+  connector->SetJobSecret(NewJobSecret(), kConnector, DataSecurity::kOff);
+  Impostor impostor;
+  UniqueFd fd;
+  Status status = connector->ConnectTcp(kSet, kConnector, kAcceptor, impostor.endpoint(), In(30),
+                                        -1, &fd);
+  EXPECT_EQ(status.code(), Code::kAuthFailed);
+  EXPECT_EQ(status.message(),
+            "authentication failed: rank 1 at " + impostor.endpoint() +
+                " did not prove it belongs to this job (its data-plane handshake answer does not "
+                "verify under the job's secret)");
+  EXPECT_FALSE(fd);
+}
+
+TEST(Handshake, TheProofNamesTheCipherBothEndsRun) {
+  const std::string secret = NewJobSecret();
+  const Challenge challenge = NewChallenge();
+  Hello hello = NewHello(secret, challenge, kHelloMagic, kSet, kConnector, kAcceptor,
+                         DataSecurity::kEncrypt);
+  Proof proof = NewProof(secret, challenge, hello);
+  EXPECT_TRUE(VerifyProof(secret, challenge, hello, proof));
+  EXPECT_EQ(static_cast<RecordAead>(proof.aead),
+            CpuHasAesGcm() ? RecordAead::kAes256Gcm : RecordAead::kChaCha20Poly1305);
+  // A connector without AES instructions gets ChaCha20-Poly1305, whatever the acceptor has.
+  hello.aeads = 0;
+  SignHello(secret, challenge, &hello);
+  proof = NewProof(secret, challenge, hello);
+  EXPECT_EQ(static_cast<RecordAead>(proof.aead), RecordAead::kChaCha20Poly1305);
+  EXPECT_TRUE(VerifyProof(secret, challenge, hello, proof));
+  // ...and a proof that claims AES for it does not verify, nor one for another hello or secret.
+  Proof forced = proof;
+  forced.aead = static_cast<uint32_t>(RecordAead::kAes256Gcm);
+  EXPECT_FALSE(VerifyProof(secret, challenge, hello, forced));
+  EXPECT_FALSE(VerifyProof(NewJobSecret(), challenge, hello, proof));
+  Hello other = hello;
+  other.nonce[0] ^= 1;
+  EXPECT_FALSE(VerifyProof(secret, challenge, other, proof));
+  // With security off there is no cipher.
+  Hello off = NewHello(secret, challenge, kHelloMagic, kSet, kConnector, kAcceptor, DataSecurity::kOff);
+  EXPECT_EQ(static_cast<RecordAead>(NewProof(secret, challenge, off).aead), RecordAead::kNone);
+}
+
+TEST(Handshake, ADifferentDataSecuritySettingIsRefused) {
+  const std::string secret = NewJobSecret();
+  auto acceptor = NewDevice();
+  acceptor->SetJobSecret(secret, kAcceptor, DataSecurity::kEncrypt);
+  RawConnection plain(*acceptor);
+  plain.Send(Signed(secret, plain.ReadChallenge(), DataSecurity::kOff));
+  Proof proof{};
+  EXPECT_EQ(plain.ReadProof(&proof).code(), Code::kPeerLost);  // dropped, unanswered
+  Accepted accepted;
+  Status status = acceptor->Accept(kSet, kConnector, In(2), -1, &accepted);
+  EXPECT_EQ(status.code(), Code::kAuthFailed) << status.message();
 }
 
 }  // namespace

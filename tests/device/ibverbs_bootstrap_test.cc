@@ -35,7 +35,7 @@ std::unique_ptr<SocketDevice> NewDevice(const std::string& secret, int32_t self)
   std::unique_ptr<Device> device;
   Status status = CreateDevice("127.0.0.1", &device);
   EXPECT_TRUE(status.ok()) << status.message();
-  if (!secret.empty()) device->SetJobSecret(secret, self);
+  if (!secret.empty()) device->SetJobSecret(secret, self, DataSecurity::kOff);
   return std::unique_ptr<SocketDevice>(static_cast<SocketDevice*>(device.release()));
 }
 
@@ -66,10 +66,10 @@ TEST(IbverbsHello, IsParkedAsIbverbsWithTheChallengeItAnswered) {
   const std::string secret = NewJobSecret();
   auto acceptor = NewDevice(secret, kAcceptor), connector = NewDevice(secret, kConnector);
   UniqueFd fd;
-  Challenge challenge{};
+  Session session;
   ASSERT_TRUE(connector
                   ->ConnectTcp(kSet, kConnector, kAcceptor, acceptor->endpoint(), In(30), -1, &fd,
-                               kIbverbsHelloMagic, &challenge)
+                               kIbverbsHelloMagic, &session)
                   .ok());
   Accepted accepted;
   Status status = acceptor->Accept(kSet, kConnector, In(30), -1, &accepted);
@@ -77,7 +77,8 @@ TEST(IbverbsHello, IsParkedAsIbverbsWithTheChallengeItAnswered) {
   EXPECT_EQ(accepted.link, Link::kIbverbs);
   EXPECT_EQ(accepted.self, kAcceptor);
   EXPECT_EQ(accepted.peer, kConnector);
-  EXPECT_EQ(0, std::memcmp(accepted.challenge.nonce, challenge.nonce, sizeof(challenge.nonce)));
+  EXPECT_EQ(0, std::memcmp(accepted.session.challenge.nonce, session.challenge.nonce,
+                           sizeof(session.challenge.nonce)));
 }
 
 TEST(IbverbsHello, AHelloSignedForTcpCannotPoseAsIbverbs) {
@@ -94,8 +95,8 @@ TEST(IbverbsHello, AHelloSignedForTcpCannotPoseAsIbverbs) {
   ASSERT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   Challenge challenge{};
   ASSERT_TRUE(ReadFully(fd.get(), &challenge, sizeof(challenge), In(30), -1, "device").ok());
-  Hello hello{kHelloMagic, kSet, kConnector, kAcceptor, {}};
-  SignHello(secret, challenge, &hello);
+  Hello hello = NewHello(secret, challenge, kHelloMagic, kSet, kConnector, kAcceptor,
+                         DataSecurity::kOff);
   hello.magic = kIbverbsHelloMagic;  // the MAC of a TCP hello, relabelled
   ASSERT_TRUE(WriteFully(fd.get(), &hello, sizeof(hello), In(30), -1, "device").ok());
   Accepted accepted;
@@ -135,7 +136,7 @@ struct Exchange {
   std::unique_ptr<SocketDevice> acceptor = NewDevice(secret, kAcceptor);
   std::unique_ptr<SocketDevice> connector = NewDevice(secret, kConnector);
   UniqueFd fd;
-  Challenge challenge{};
+  Session session;
   Status adopted;
   std::unique_ptr<Channel> acceptor_channel;
 
@@ -144,7 +145,7 @@ struct Exchange {
   void Run(QpParams offer, SocketDevice* signer = nullptr) {
     ASSERT_TRUE(connector
                     ->ConnectTcp(kSet, kConnector, kAcceptor, acceptor->endpoint(), In(30), -1,
-                                 &fd, kIbverbsHelloMagic, &challenge)
+                                 &fd, kIbverbsHelloMagic, &session)
                     .ok());
     std::thread lane([&] {
       Accepted accepted;
@@ -153,14 +154,14 @@ struct Exchange {
       const Backend* backend = FindBackend(accepted.link);
       adopted = backend->Adopt(acceptor.get(), std::move(accepted), &acceptor_channel);
     });
-    const Bootstrap bootstrap{signer ? signer : connector.get(), fd.get(), challenge, kConnector,
+    const Bootstrap bootstrap{signer ? signer : connector.get(), fd.get(), session.challenge, kConnector,
                               kAcceptor, In(30), -1};
     Status sent = ibverbs::SendParams(bootstrap, &offer);
     lane.join();
     ASSERT_TRUE(sent.ok()) << sent.message();
   }
   Bootstrap ConnectorSide() {
-    return Bootstrap{connector.get(), fd.get(), challenge, kConnector, kAcceptor, In(30), -1};
+    return Bootstrap{connector.get(), fd.get(), session.challenge, kConnector, kAcceptor, In(30), -1};
   }
 };
 
@@ -214,10 +215,10 @@ TEST(IbverbsBackend, AConnectorThatNeverOffersEndsAtTheDeadlineOfTheAccept) {
   const std::string secret = NewJobSecret();
   auto acceptor = NewDevice(secret, kAcceptor), connector = NewDevice(secret, kConnector);
   UniqueFd fd;
-  Challenge challenge{};
+  Session session;
   ASSERT_TRUE(connector
                   ->ConnectTcp(kSet, kConnector, kAcceptor, acceptor->endpoint(), In(30), -1, &fd,
-                               kIbverbsHelloMagic, &challenge)
+                               kIbverbsHelloMagic, &session)
                   .ok());
   Accepted accepted;
   ASSERT_TRUE(acceptor->Accept(kSet, kConnector, Clock::now() + std::chrono::milliseconds(300), -1,

@@ -36,7 +36,7 @@ class Ibverbs : public ::testing::Test {
 std::unique_ptr<SocketDevice> NewDevice(const std::string& secret, int32_t self) {
   std::unique_ptr<Device> device;
   EXPECT_TRUE(IsOk(CreateDevice("127.0.0.1", &device)));
-  device->SetJobSecret(secret, self);
+  device->SetJobSecret(secret, self, DataSecurity::kOff);
   return std::unique_ptr<SocketDevice>(static_cast<SocketDevice*>(device.release()));
 }
 

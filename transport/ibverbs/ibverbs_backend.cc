@@ -3,6 +3,7 @@
 #include "transport/channel_stream.h"
 #include "transport/ibverbs/ibverbs_setup.h"
 #include "transport/socket_device.h"
+#include "transport/tcp/tcp_backend.h"
 
 namespace tutti::transport {
 namespace {
@@ -50,33 +51,31 @@ class IbverbsBackend : public Backend {
 
  private:
   // The connection carries the pair as TCP after all: the TCP backend's channel over it.
-  static Status AsTcp(SocketDevice* device, UniqueFd socket, std::unique_ptr<Channel>* channel) {
-    Accepted tcp;
-    tcp.fd = std::move(socket);
-    tcp.link = Link::kTcp;
-    return FindBackend(Link::kTcp)->Adopt(device, std::move(tcp), channel);
+  static Status AsTcp(SocketDevice* device, UniqueFd socket, const Session& session,
+                      bool connector, std::unique_ptr<Channel>* channel) {
+    return MakeTcpChannel(device, std::move(socket), session, connector, channel);
   }
 
   // The connecting side: the device's authenticated TCP connection with an ibverbs hello, then
   // the queue pairs over it.
   static Status Open(SocketDevice* device, const Dial& dial, std::unique_ptr<Channel>* channel) {
     UniqueFd socket;
-    Challenge challenge{};
+    Session session;
     TUTTI_RETURN_IF_ERROR(device->ConnectTcp(dial.channel, dial.self, dial.peer, dial.endpoint,
                                              dial.deadline, dial.abort_fd, &socket,
-                                             kIbverbsHelloMagic, &challenge));
-    const Bootstrap bootstrap{device,    socket.get(), challenge,    dial.self,
+                                             kIbverbsHelloMagic, &session));
+    const Bootstrap bootstrap{device,    socket.get(), session.challenge,    dial.self,
                               dial.peer, dial.deadline, dial.abort_fd};
     bool refused = false;
     TUTTI_RETURN_IF_ERROR(ibverbs::ConnectQueuePair(bootstrap, &socket, channel, &refused));
-    if (refused) return AsTcp(device, std::move(socket), channel);
+    if (refused) return AsTcp(device, std::move(socket), session, /*connector=*/true, channel);
     return Status::Ok();
   }
 
   // The accepting side, on the lane's thread: the offer, then either the queue pair or, without
   // a device here, a signed refusal and TCP on the same connection.
   static Status Take(SocketDevice* device, Accepted accepted, std::unique_ptr<Channel>* channel) {
-    const Bootstrap bootstrap{device,        accepted.fd.get(), accepted.challenge,
+    const Bootstrap bootstrap{device,        accepted.fd.get(), accepted.session.challenge,
                               accepted.self, accepted.peer,     accepted.deadline,
                               accepted.abort_fd};
     QpParams offer;
@@ -88,7 +87,7 @@ class IbverbsBackend : public Backend {
       refusal.answer = static_cast<uint16_t>(QpAnswer::kRefuse);
       ibverbs::SetReason(&refusal, why);
       TUTTI_RETURN_IF_ERROR(ibverbs::SendParams(bootstrap, &refusal));
-      return AsTcp(device, std::move(accepted.fd), channel);
+      return AsTcp(device, std::move(accepted.fd), accepted.session, /*connector=*/false, channel);
     }
     return ibverbs::AcceptQueuePair(bootstrap, offer, &accepted.fd, channel);
   }
