@@ -166,19 +166,24 @@ TEST(Collectives, ValidationErrorsOnEveryMember) {
   for (int r = 0; r < 4; ++r) EXPECT_EQ(job.Finalize(r), TUTTI_OK) << "rank " << r;
 }
 
-// Over shared-memory streams (one host) and over TCP streams (as between hosts).
+// Over shared-memory streams (one host) and over TCP streams (as between hosts), plain and sealed
+// ("tcp+encrypt": TUTTI_DATA_SECURITY=encrypt).
 class PointToPointOver : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PointToPointOver, PipelineStagesPassTensorsWhileEachAllreduces) {
   Tuttid tuttid;
   RankOptions options;
-  options.env["TUTTI_TRANSPORT"] = GetParam();
+  const std::string param = GetParam();
+  const size_t plus = param.find('+');
+  options.env["TUTTI_TRANSPORT"] = param.substr(0, plus);
+  if (plus != std::string::npos) options.env["TUTTI_DATA_SECURITY"] = param.substr(plus + 1);
   auto ranks = StartRanks(tuttid, "pipeline", options);
   for (auto& rank : ranks) EXPECT_TRUE(rank->ReadUntil("pipeline ok", In(120))) << rank->transcript();
   ExpectAllSucceed(ranks);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, PointToPointOver, ::testing::Values("shm", "tcp"));
+INSTANTIATE_TEST_SUITE_P(Transports, PointToPointOver,
+                         ::testing::Values("shm", "tcp", "tcp+integrity", "tcp+encrypt"));
 
 TEST(PointToPoint, ArgumentErrorsSizeMismatchAndLostSender) {
   Tuttid tuttid;

@@ -26,8 +26,10 @@ void Announce(RawClient& client, const std::string& name) {
   client.Send(Encoded(AllreduceAnnounce(name)));
 }
 
-void Report(RawClient& client, int32_t rank, int32_t set_id, uint64_t incarnation_epoch = 0) {
+void Report(RawClient& client, int32_t rank, int32_t set_id, uint64_t incarnation_epoch = 0,
+            bool integrity_failure = false) {
   wire::Frame frame;
+  if (integrity_failure) frame.mutable_peer_report()->set_integrity_failure(true);
   frame.mutable_peer_report()->set_rank(rank);
   frame.mutable_peer_report()->set_set_id(set_id);
   if (incarnation_epoch != 0) frame.mutable_peer_report()->set_incarnation_epoch(incarnation_epoch);
@@ -67,6 +69,35 @@ TEST(Detection, AReportedPeerThatAnswersTheProbeBreaksOnlyTheReportersSet) {
     ASSERT_EQ(fault->broken_sets_size(), 1);
     EXPECT_EQ(fault->broken_sets(0), 0);
     EXPECT_EQ(fault->error().message(), "peer lost: data-plane connection to rank 1 lost");
+  }
+}
+
+// A record that failed authentication (TUTTI_DATA_SECURITY, docs/security.md): the path between
+// the two was tampered with. The set fails at once on every member, with the reason; nobody is
+// probed (the peer would answer) or evicted.
+TEST(Detection, AnIntegrityReportBreaksTheSetAtOnceOnEveryMember) {
+  Tuttid tuttid({"--probe-timeout-ms", "60000"});
+  RawClient rank0(tuttid.endpoint()), rank1(tuttid.endpoint());
+  JoinAsPair(rank0, rank1, "tampered");
+  Announce(rank0, "t");
+  Report(rank1, 0, 0, 0, /*integrity_failure=*/true);
+  const std::string why =
+      "data-plane integrity: rank 1 received a record from rank 0 on process set 0 that failed "
+      "authentication (altered, replayed, reordered or dropped on the way); the set fails";
+  wire::Frame execute;
+  ASSERT_TRUE(rank0.Receive(&execute));
+  ASSERT_TRUE(execute.has_execute()) << "rank 0 was probed instead";
+  ASSERT_EQ(execute.execute().responses_size(), 1);
+  EXPECT_EQ(execute.execute().responses(0).error().code(), -12);
+  EXPECT_EQ(execute.execute().responses(0).error().message(), why + " while 't' was pending");
+  for (RawClient* member : {&rank0, &rank1}) {
+    auto fault = NextFault(*member);
+    ASSERT_TRUE(fault);
+    EXPECT_EQ(fault->lost_ranks_size(), 0);
+    ASSERT_EQ(fault->broken_sets_size(), 1);
+    EXPECT_EQ(fault->broken_sets(0), 0);
+    EXPECT_EQ(fault->error().code(), -12);
+    EXPECT_EQ(fault->error().message(), why);
   }
 }
 

@@ -24,12 +24,14 @@ struct Transcript {
 };
 
 // Runs the "transport" scenario on `size` ranks with TUTTI_TRANSPORT=`transport` (unset if
-// empty) and returns each rank's lines.
-std::vector<Transcript> RunCases(int size, const std::string& transport) {
+// empty) and TUTTI_DATA_SECURITY=`security` (unset if empty), and returns each rank's lines.
+std::vector<Transcript> RunCases(int size, const std::string& transport,
+                                 const std::string& security = "") {
   Tuttid tuttid;
   RankOptions options;
   options.size = size;
   if (!transport.empty()) options.env["TUTTI_TRANSPORT"] = transport;
+  if (!security.empty()) options.env["TUTTI_DATA_SECURITY"] = security;
   auto ranks = StartRanks(tuttid, "transport", options);
   std::vector<Transcript> result(size);
   for (int r = 0; r < size; ++r) {
@@ -131,6 +133,46 @@ TEST(Transport, SettingsThatDifferAcrossRanksAreRefusedOnEveryRank) {
   ExpectLineOnEvery(ranks, "init ",
                     "-5 transports differ: rank 0 asked for 'auto', rank 2 for 'tcp' (set "
                     "TUTTI_TRANSPORT alike on every rank)");
+  ExpectAllSucceed(ranks);
+}
+
+// The sealed TCP data plane (docs/security.md) changes how bytes travel, never which: every case
+// gives the same bits as plain TCP, under both modes.
+TEST(DataSecurity, SealedTcpGivesTheBitsOfPlainTcp) {
+  const auto plain = RunCases(3, "tcp");
+  for (const std::string security : {"integrity", "encrypt"}) {
+    const auto sealed = RunCases(3, "tcp", security);
+    for (int r = 0; r < 3; ++r) {
+      ASSERT_EQ(sealed[r].hashes.size(), 40u) << security << " rank " << r;
+      EXPECT_EQ(sealed[r].hashes, plain[r].hashes) << security << " rank " << r;
+      for (int peer = 0; peer < 3; ++peer)
+        if (peer != r) EXPECT_EQ(sealed[r].links.at(peer), "tcp 1") << security;
+    }
+  }
+}
+
+TEST(DataSecurity, AnUnknownSettingIsRefusedOnEveryRank) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 2;
+  options.env["TUTTI_DATA_SECURITY"] = "tls";
+  auto ranks = StartRanks(tuttid, "init_error", options);
+  ExpectLineOnEvery(ranks, "init ", "-1 TUTTI_DATA_SECURITY is 'tls': use off, integrity or encrypt");
+  ExpectAllSucceed(ranks);
+}
+
+TEST(DataSecurity, SettingsThatDifferAcrossRanksAreRefusedOnEveryRank) {
+  Tuttid tuttid;
+  RankOptions options;
+  options.size = 3;
+  options.rank_env = [](int rank) {
+    return std::map<std::string, std::string>{
+        {"TUTTI_DATA_SECURITY", rank == 2 ? "integrity" : "encrypt"}};
+  };
+  auto ranks = StartRanks(tuttid, "init_error", options);
+  ExpectLineOnEvery(ranks, "init ",
+                    "-5 data-plane security differs: rank 0 asked for 'encrypt', rank 2 for "
+                    "'integrity' (set TUTTI_DATA_SECURITY alike on every rank)");
   ExpectAllSucceed(ranks);
 }
 
