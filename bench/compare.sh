@@ -5,6 +5,8 @@
 # repetitions, and prints the table with ratios tutti/peer and a PNG plot of busbw against size.
 #   bash bench/compare.sh                       # REPS=5 NPS="2 4", about 10 minutes
 #   REPS=3 NPS=2 PEERS="mpi-tcp gloo-new" bash bench/compare.sh
+#   REPS=5 NPS="2 4" PEERS= TUTTIS="tutti-tcp tutti-tcp-integrity tutti-tcp-encrypt" bash bench/compare.sh
+#                                               # only what the sealed data plane costs
 # Output: $B/compare.csv (raw lines), $B/compare.md (the table), $B/compare.png (the plot);
 # B defaults to /tmp/tutti-peers.
 set -euo pipefail
@@ -14,7 +16,7 @@ P=${PEERS_DIR:-$ROOT/../shared/bench-peers}
 export B=${B:-/tmp/tutti-peers}
 REPS=${REPS:-5}
 NPS=${NPS:-"2 4"}
-PEERS=${PEERS:-"mpi-sm mpi-tcp gloo-new torch-gloo"}
+PEERS=${PEERS-"mpi-sm mpi-tcp gloo-new torch-gloo"}
 
 [ -d "$P" ] || { echo "compare.sh: no peer benchmarks at $P (set PEERS_DIR)" >&2; exit 2; }
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -37,10 +39,15 @@ OUT=$B/compare.csv
 rm -f "$OUT"
 bench="$ROOT/build/tuttirun --no-prefix -np {np} $ROOT/build/bench/allreduce_bench"
 # The data plane is chosen per run (docs/transports.md): shared memory, or TCP over loopback as
-# between hosts.
-EXTRA="tutti-shm=env TUTTI_TRANSPORT=shm $bench --label tutti-shm;tutti-tcp=env TUTTI_TRANSPORT=tcp $bench --label tutti-tcp" \
-  PEERS="$PEERS tutti-shm tutti-tcp" REPS=$REPS NPS=$NPS OUT=$OUT \
+# between hosts, plain and sealed (TUTTI_DATA_SECURITY, docs/security.md: what each mode costs).
+TUTTIS=${TUTTIS:-"tutti-shm tutti-tcp tutti-tcp-integrity tutti-tcp-encrypt"}
+EXTRA="tutti-shm=env TUTTI_TRANSPORT=shm $bench --label tutti-shm"
+EXTRA+=";tutti-tcp=env TUTTI_TRANSPORT=tcp $bench --label tutti-tcp"
+EXTRA+=";tutti-tcp-integrity=env TUTTI_TRANSPORT=tcp TUTTI_DATA_SECURITY=integrity $bench --label tutti-tcp-integrity"
+EXTRA+=";tutti-tcp-encrypt=env TUTTI_TRANSPORT=tcp TUTTI_DATA_SECURITY=encrypt $bench --label tutti-tcp-encrypt"
+EXTRA=$EXTRA PEERS="$PEERS $TUTTIS" REPS=$REPS NPS=$NPS OUT=$OUT \
   "$P/run_all.sh" 2> "$B/compare.log" || { echo "compare.sh: a run failed; see $B/compare.log" >&2; }
-/usr/bin/python3 bench/compare_report.py "$OUT" --tutti tutti-shm --tutti tutti-tcp \
+/usr/bin/python3 bench/compare_report.py "$OUT" $(printf -- '--tutti %s ' $TUTTIS) \
+  --cost tutti-tcp-integrity:tutti-tcp --cost tutti-tcp-encrypt:tutti-tcp \
   --plot "$B/compare.png" | tee "$B/compare.md"
 echo "compare.sh: table $B/compare.md, plot $B/compare.png, raw $OUT"

@@ -4,6 +4,7 @@ and the ratio of tutti's figure to each peer's (busbw: higher is better, so > 1 
 faster; step time: lower is better, so the ratio is peer/tutti, > 1 again meaning tutti is faster).
 
     compare_report.py raw.csv --tutti tutti-shm --tutti tutti-tcp [--plot busbw.png]
+                      [--cost tutti-tcp-encrypt:tutti-tcp ...]
 Lines of raw.csv: rep,RESULT,peer,np,bytes,iters,avg_us,algbw,busbw and
                   rep,STEP,peer,np,ntensors,tensor_bytes,steps,median_us,mean_us,min_us,fused_us
 """
@@ -62,11 +63,30 @@ def Targets(med, med_t, step, nps):
             print("| " + " | ".join(row) + " |")
 
 
+def Costs(med, costs, nps, sizes):
+    """busbw of one tutti setting over another's, per size, and what it costs (1 - ratio)."""
+    for spec in costs:
+        a, b = spec.split(":")
+        if not any(k[0] == a for k in med) or not any(k[0] == b for k in med):
+            continue
+        print(f"\n{a} against {b}: busbw ratio, and the cost (1 - ratio):\n")
+        print("| ranks | size | " + a + " GB/s | " + b + " GB/s | ratio | cost |")
+        print("|---|---|---:|---:|---:|---:|")
+        for np_ in nps:
+            for size in sizes:
+                x, y = med.get((a, np_, size)), med.get((b, np_, size))
+                if x and y:
+                    print(f"| {np_} | {human(size)} | {x:.3f} | {y:.3f} | {x / y:.2f} | "
+                          f"{(1 - x / y) * 100:.0f}% |")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("raw")
     parser.add_argument("--tutti", action="append", help="tutti's labels (repeat)")
     parser.add_argument("--plot", help="write a PNG of busbw against size")
+    parser.add_argument("--cost", action="append", default=[],
+                        help="A:B: busbw of label A against label B per size (what A costs)")
     args = parser.parse_args()
     args.tutti = args.tutti or ["tutti-shm", "tutti-tcp"]
     busbw = collections.defaultdict(list)   # (peer, np, bytes) -> [busbw]
@@ -82,6 +102,7 @@ def main():
                 steps[(row[2], int(row[3]))].append(float(row[7]))
     peers = sorted({k[0] for k in busbw} | {k[0] for k in steps})
     others = [p for p in peers if p not in args.tutti]
+    # Rows of tutti against itself (a setting's cost) are the --cost table's, not these.
     pairs = [(t, p) for t in args.tutti if t in peers for p in others]
     nps = sorted({k[1] for k in busbw} | {k[1] for k in steps})
     sizes = sorted({k[2] for k in busbw})
@@ -124,6 +145,7 @@ def main():
                                        if (p, np_) in step and (t, np_) in step else "-"
                                        for t, p in pairs) + " |")
     Targets(med, med_t, step, nps)
+    Costs(med, args.cost, nps, sizes)
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")

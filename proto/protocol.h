@@ -14,8 +14,11 @@ constexpr uint32_t kMagic = 0x54555454;  // "TUTT"
 // 2: SetReply.last_rank answers Join; 3: elastic jobs (PeerReport, Probe, Reformed; docs/elastic.md);
 // 4: ranks added to elastic jobs (RanksWaiting, AtBoundary, Welcome.slot); 5: the members' fast
 // path (Execute.fast_path, SetTensors.fast_path_exit; docs/steady-state.md); 6: HA groups
-// (Frame.term, Redirect, Resume, Resumed, CacheState; docs/high-availability.md)
-constexpr uint32_t kProtocolVersion = 6;
+// (Frame.term, Redirect, Resume, Resumed, CacheState; docs/high-availability.md); 7: the
+// data-plane handshake between ranks is mutual and keys sealed records (Hello v2, Proof;
+// Register.data_security, PeerReport.integrity_failure; docs/security.md). Ranks of 6 and 7
+// cannot connect to each other, so one job must not mix them; tuttid reads both alike.
+constexpr uint32_t kProtocolVersion = 7;
 
 // The algorithm cut-offs' built-in values (docs/algorithms.md), where neither a rank's setting
 // nor an autotuned set says otherwise: allreduces of at most kDefaultSmallAllreduceBytes take the

@@ -11,13 +11,15 @@
 
 namespace tutti::wire {
 
-// The oldest protocol of ranks tuttid serves: the previous one (N-1), so that an operator can
-// upgrade tuttid before the jobs. A protocol-5 rank differs from a protocol-6 one only in what
-// it never sends or reads (HA groups), so serving it takes no translation.
+// The oldest protocol of ranks tuttid serves: at least the previous one (N-1), so that an
+// operator can upgrade tuttid before the jobs. A protocol-5 rank differs from a protocol-6 one
+// only in what it never sends or reads (HA groups), and 6 from 7 only in what ranks exchange
+// among themselves (the data-plane handshake) and in fields tuttid reads as "off" when absent,
+// so serving 5, 6 and 7 takes no translation.
 constexpr uint32_t kOldestProtocolVersion = 5;
-static_assert(kOldestProtocolVersion + 1 == kProtocolVersion,
-              "tuttid serves N-1: review docs/wire-protocol.md, \"Versions\", and tests/compat/ "
-              "when the protocol is bumped");
+static_assert(kOldestProtocolVersion + 2 == kProtocolVersion,
+              "tuttid serves N-1 at least: review docs/wire-protocol.md, \"Versions\", and "
+              "tests/compat/ when the protocol is bumped");
 // The first protocol with HA groups (Frame.term, Redirect, Resume): a rank of an older one cannot
 // follow a failover, so an HA group refuses it instead of losing its job later.
 constexpr uint32_t kFirstHaProtocolVersion = 6;

@@ -3,6 +3,8 @@
 #include <sodium.h>
 
 #include <cstddef>
+
+#include "transport/secure/record_cipher.h"
 #include <cstring>
 #include <stdexcept>
 
@@ -88,7 +90,7 @@ Hello NewHello(const std::string& secret, const Challenge& challenge, uint32_t m
   EnsureSodium();
   Hello hello{magic, set_id, from, to, {}, static_cast<uint32_t>(security), 0, {}};
   randombytes_buf(hello.nonce, sizeof(hello.nonce));
-  if (CpuHasAesGcm()) hello.aeads |= AeadBit(RecordAead::kAes256Gcm);
+  if (security != DataSecurity::kOff) hello.aeads = AeadBit(FastestAead(security));
   Mac(secret, challenge, hello, hello.mac);
   return hello;
 }
@@ -96,10 +98,13 @@ Hello NewHello(const std::string& secret, const Challenge& challenge, uint32_t m
 Proof NewProof(const std::string& secret, const Challenge& challenge, const Hello& hello) {
   EnsureSodium();
   RecordAead aead = RecordAead::kNone;
-  if (hello.security != static_cast<uint32_t>(DataSecurity::kOff))
-    aead = (hello.aeads & AeadBit(RecordAead::kAes256Gcm)) && CpuHasAesGcm()
-               ? RecordAead::kAes256Gcm
-               : RecordAead::kChaCha20Poly1305;  // fast without AES instructions, on either end
+  const auto security = static_cast<DataSecurity>(hello.security);
+  if (security != DataSecurity::kOff) {
+    // The connector's fastest if it is ours too; else ChaCha20-Poly1305, fast in software on
+    // either end (AES-GCM is slow without AES instructions).
+    const RecordAead mine = FastestAead(security);
+    aead = (hello.aeads & AeadBit(mine)) ? mine : RecordAead::kChaCha20Poly1305;
+  }
   Proof proof{kProofMagic, static_cast<uint32_t>(aead), {}};
   ProofMac(secret, challenge, hello, proof.aead, proof.mac);
   return proof;

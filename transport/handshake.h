@@ -2,7 +2,7 @@
 // it carries a byte of tensor data, in both directions.
 //   1. acceptor -> connector: a Challenge, a fresh random nonce.
 //   2. connector -> acceptor: its Hello (channel, ranks, its own fresh nonce, the data-security
-//      setting and the ciphers it runs fast) and an HMAC-SHA256 over the challenge and all of it,
+//      setting and the cipher it seals fastest) and an HMAC-SHA256 over the challenge and all of it,
 //      keyed with the job's secret (handed to every rank in tuttid's Welcome).
 //   3. acceptor -> connector: its Proof, once the hello verified: the cipher it chose for the
 //      records and an HMAC over the challenge, the whole hello and that choice.
@@ -45,7 +45,7 @@ struct Hello {
   int32_t to_rank;     // the rank it means to reach
   uint8_t nonce[16];   // the connector's, fresh: the session keys and the proof depend on it
   uint32_t security;   // its DataSecurity: both ends must run the same
-  uint32_t aeads;      // bit (1 << RecordAead) for each cipher it runs in hardware
+  uint32_t aeads;      // bit (1 << RecordAead) of the cipher it seals fastest (FastestAead)
   uint8_t mac[32];     // HMAC-SHA256(job secret, context || challenge nonce || every field above)
 };
 constexpr uint32_t kHelloMagic = 0x32485454;  // "TTH2"
@@ -84,8 +84,8 @@ void SignHello(const std::string& secret, const Challenge& challenge, Hello* hel
 // Whether `hello` answers `challenge` under `secret` (compared in constant time).
 bool VerifyHello(const std::string& secret, const Challenge& challenge, const Hello& hello);
 
-// The acceptor's proof for a verified `hello`: chooses the records' cipher from what both ends
-// run in hardware (kNone when the hello's security is off).
+// The acceptor's proof for a verified `hello`: chooses the records' cipher, the connector's
+// fastest if it is the acceptor's too, else ChaCha20-Poly1305 (kNone when security is off).
 Proof NewProof(const std::string& secret, const Challenge& challenge, const Hello& hello);
 // Whether `proof` answers this connection's challenge and hello under `secret`, with a cipher the
 // connector offered or can run anyway.

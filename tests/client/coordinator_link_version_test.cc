@@ -72,7 +72,7 @@ TEST(CoordinatorLinkVersions, ANewerTuttidThatRefusesThisProtocolEndsTheRegistra
                refusal.mutable_refusal()->mutable_error());
   EXPECT_TRUE(IsStatus(RegisterAgainst(refusal, 8), Code::kVersionMismatch,
                        "version mismatch: tuttid speaks protocol 8 and does not serve this "
-                       "rank's protocol 6 (tuttid: version mismatch: client 6, coordinator 8 "
+                       "rank's protocol 7 (tuttid: version mismatch: client 6, coordinator 8 "
                        "(tuttid serves ranks of protocols 7 to 8)): run the job with a newer "
                        "tutti (docs/wire-protocol.md, \"Versions\")"));
 }
@@ -82,7 +82,7 @@ TEST(CoordinatorLinkVersions, AnOlderTuttidIsRefusedEvenWhenItWelcomes) {
   welcome.mutable_welcome()->set_coordinator_epoch(1);
   EXPECT_TRUE(IsStatus(RegisterAgainst(welcome, wire::kProtocolVersion - 1),
                        Code::kVersionMismatch,
-                       "version mismatch: tuttid speaks protocol 5, older than this rank's 6: "
+                       "version mismatch: tuttid speaks protocol 6, older than this rank's 7: "
                        "upgrade tuttid before the jobs that use it (docs/wire-protocol.md, "
                        "\"Versions\")"));
 }

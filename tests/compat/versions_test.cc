@@ -72,11 +72,11 @@ const char* kMixed =
     "protocol versions differ: rank 1 speaks protocol 5, the ranks of job 'j' before it protocol 6 "
     "(run every rank of a job with one tutti release)";
 const char* kHa =
-    "version mismatch: client 5, coordinator 6 (tuttid runs in an HA group, which serves ranks of "
+    "version mismatch: client 5, coordinator 7 (tuttid runs in an HA group, which serves ranks of "
     "protocol 6 and later: older ones cannot follow a failover)";
 
-TEST(CompatVersions, TuttidServesTheCurrentAndThePreviousProtocol) {
-  for (uint32_t version : {5u, 6u}) {
+TEST(CompatVersions, TuttidServesTheCurrentAndThePreviousProtocols) {
+  for (uint32_t version : {5u, 6u, 7u}) {
     Core c;
     c.Send("a", Stamped(RegisterFrame(0), version));
     auto sent = c.Send("b", Stamped(RegisterFrame(1), version));
@@ -87,8 +87,8 @@ TEST(CompatVersions, TuttidServesTheCurrentAndThePreviousProtocol) {
   wire::Frame out;
   const std::string old = Stamped(RegisterFrame(0), 4);
   EXPECT_TRUE(Is(DecodeClientFrame(old.data(), old.size(), &out), Code::kVersionMismatch,
-                 "version mismatch: client 4, coordinator 6 (tuttid serves ranks of protocols 5 "
-                 "to 6)"));
+                 "version mismatch: client 4, coordinator 7 (tuttid serves ranks of protocols 5 "
+                 "to 7)"));
 }
 
 TEST(CompatVersions, AFrameOfProtocol5CannotCarryTheBodiesOfHaGroups) {
@@ -115,6 +115,13 @@ TEST(CompatVersions, RanksOfTwoProtocolsInOneJobFailItsRendezvousForEveryone) {
     EXPECT_TRUE(Is(wire::ToStatus(sent[peer][0].refusal().error()), Code::kMismatch, kMixed));
   }
   EXPECT_EQ(c.core.job_count(), 0u);  // a later registration starts afresh
+  // Protocols 6 and 7 differ only in what ranks send each other (the data-plane handshake):
+  // tuttid reads both alike, and still keeps them out of one job, where they could not connect.
+  Core d;
+  EXPECT_TRUE(d.Send("a", Stamped(RegisterFrame(0), 7)).empty());
+  auto mixed = d.Send("b", Stamped(RegisterFrame(1), 6));
+  ASSERT_TRUE(mixed["b"].at(0).has_refusal());
+  EXPECT_EQ(wire::ToStatus(mixed["b"][0].refusal().error()).code(), Code::kMismatch);
   c.Send("c", Stamped(RegisterFrame(0), 5));
   sent = c.Send("d", Stamped(RegisterFrame(1), 5));
   EXPECT_TRUE(sent["c"][0].has_welcome());
@@ -145,7 +152,7 @@ TEST(CompatVersions, ARankRefusesAnOlderTuttidAndANewerOneThatDoesNotServeIt) {
 
   heartbeat.set_version(5);
   EXPECT_TRUE(Is(wire::CheckCoordinatorVersion(heartbeat), Code::kVersionMismatch,
-                 "version mismatch: tuttid speaks protocol 5, older than this rank's 6: upgrade "
+                 "version mismatch: tuttid speaks protocol 5, older than this rank's 7: upgrade "
                  "tuttid before the jobs that use it (docs/wire-protocol.md, \"Versions\")"));
 
   wire::Frame refusal;
@@ -155,19 +162,19 @@ TEST(CompatVersions, ARankRefusesAnOlderTuttidAndANewerOneThatDoesNotServeIt) {
                refusal.mutable_refusal()->mutable_error());
   EXPECT_TRUE(Is(wire::CheckCoordinatorVersion(refusal), Code::kVersionMismatch,
                  "version mismatch: tuttid speaks protocol 8 and does not serve this rank's "
-                 "protocol 6 (tuttid: version mismatch: client 6, coordinator 8 (tuttid serves "
+                 "protocol 7 (tuttid: version mismatch: client 6, coordinator 8 (tuttid serves "
                  "ranks of protocols 7 to 8)): run the job with a newer tutti "
                  "(docs/wire-protocol.md, \"Versions\")"));
 
   // A body of a later schema (field 40, a length-delimited message) parses as no body.
-  std::string later = Stamped(wire::Frame{}, 7);
+  std::string later = Stamped(wire::Frame{}, 8);
   later += std::string("\xc2\x02\x00", 3);
   wire::Frame unknown;
   ASSERT_TRUE(unknown.ParseFromString(later));
   ASSERT_EQ(unknown.body_case(), wire::Frame::BODY_NOT_SET);
   EXPECT_TRUE(Is(wire::CheckCoordinatorVersion(unknown), Code::kVersionMismatch,
-                 "version mismatch: tuttid speaks protocol 7 and does not serve this rank's "
-                 "protocol 6 (it sent a frame this rank cannot read): run the job with a newer "
+                 "version mismatch: tuttid speaks protocol 8 and does not serve this rank's "
+                 "protocol 7 (it sent a frame this rank cannot read): run the job with a newer "
                  "tutti (docs/wire-protocol.md, \"Versions\")"));
 }
 

@@ -12,6 +12,7 @@
 
 #include "transport/fd_io.h"
 #include "transport/handshake.h"
+#include "transport/secure/record_cipher.h"
 #include "transport/socket_device.h"
 
 namespace tutti::transport {
@@ -220,15 +221,15 @@ TEST(Handshake, TheProofNamesTheCipherBothEndsRun) {
                          DataSecurity::kEncrypt);
   Proof proof = NewProof(secret, challenge, hello);
   EXPECT_TRUE(VerifyProof(secret, challenge, hello, proof));
-  EXPECT_EQ(static_cast<RecordAead>(proof.aead),
-            CpuHasAesGcm() ? RecordAead::kAes256Gcm : RecordAead::kChaCha20Poly1305);
-  // A connector without AES instructions gets ChaCha20-Poly1305, whatever the acceptor has.
+  EXPECT_EQ(static_cast<RecordAead>(proof.aead), FastestAead(DataSecurity::kEncrypt));
+  // A connector whose fastest is not the acceptor's gets ChaCha20-Poly1305.
   hello.aeads = 0;
   SignHello(secret, challenge, &hello);
   proof = NewProof(secret, challenge, hello);
   EXPECT_EQ(static_cast<RecordAead>(proof.aead), RecordAead::kChaCha20Poly1305);
   EXPECT_TRUE(VerifyProof(secret, challenge, hello, proof));
-  // ...and a proof that claims AES for it does not verify, nor one for another hello or secret.
+  // ...and a proof that claims AES-GCM for it does not verify, nor one for another hello or
+  // secret.
   Proof forced = proof;
   forced.aead = static_cast<uint32_t>(RecordAead::kAes256Gcm);
   EXPECT_FALSE(VerifyProof(secret, challenge, hello, forced));

@@ -19,9 +19,9 @@ const char* DataSecurityName(DataSecurity security);
 // Parses one of those names; false for anything else.
 bool ParseDataSecurity(const std::string& name, DataSecurity* security);
 
-// The AEAD a connection's records use, chosen by the accepting side from what both ends can do
-// fast (transport/handshake.h, the acceptor's proof): AES-256-GCM where both CPUs have AES and
-// carry-less multiply instructions, else ChaCha20-Poly1305. Both are OpenSSL's.
+// The AEAD a connection's records use, chosen by the accepting side from what both ends seal
+// fastest (transport/handshake.h, the acceptor's proof; FastestAead in record_cipher.h):
+// AES-256-GCM or ChaCha20-Poly1305, both OpenSSL's.
 enum class RecordAead : uint32_t { kNone = 0, kAes256Gcm = 1, kChaCha20Poly1305 = 2 };
 
 const char* RecordAeadName(RecordAead aead);

@@ -78,15 +78,14 @@ class TcpBackend : public Backend {
 
 Status MakeTcpChannel(SocketDevice* device, UniqueFd fd, const Session& session, bool connector,
                       std::unique_ptr<Channel>* channel) {
-  auto plain = std::make_unique<TcpChannel>(std::move(fd));
   if (!Protected(device)) {
-    *channel = std::move(plain);
+    *channel = std::make_unique<TcpChannel>(std::move(fd));
     return Status::Ok();
   }
   std::unique_ptr<RecordCipher> sealer, opener;
   TUTTI_RETURN_IF_ERROR(CipherFor(device, session, connector, /*sending=*/true, &sealer));
   TUTTI_RETURN_IF_ERROR(CipherFor(device, session, connector, /*sending=*/false, &opener));
-  *channel = std::make_unique<SealedChannel>(std::move(plain), std::move(sealer), std::move(opener));
+  *channel = std::make_unique<SealedChannel>(std::move(fd), std::move(sealer), std::move(opener));
   return Status::Ok();
 }
 
