@@ -11,7 +11,7 @@
 #include "client/exec/hierarchical.h"
 #include "client/exec/result_buffer.h"
 #include "common/status.h"
-#include "transport/secure/data_security.h"
+#include "transport/transport.h"
 
 namespace tutti::client {
 
