@@ -30,8 +30,8 @@ constexpr size_t kRecordTagBytes = 16;
 constexpr size_t kMaxRecordPayload = 128 * 1024;
 constexpr size_t kMaxRecordBytes = kRecordHeaderBytes + kMaxRecordPayload + kRecordTagBytes;
 
-// The AEAD that seals `mode`'s records fastest on this CPU, measured once per process (about a
-// millisecond): ChaCha20-Poly1305, or AES-256-GCM where the CPU has AES-NI and it wins. Which
+// The AEAD that seals `mode`'s records fastest on this CPU, measured once per process and mode
+// (about 5 ms, at the first protected connection): ChaCha20-Poly1305, or AES-256-GCM where the CPU has AES-NI and it wins. Which
 // wins depends on the CPU and on OpenSSL's code for it (on the EPYC of docs/security.md,
 // ChaCha20-Poly1305 encrypts at 3.6 GB/s to AES-GCM's 3.0, and authenticates at 12 to 6.5).
 // Thread-safe.
