@@ -1,5 +1,8 @@
-"""One rank of bench/autotune.sh: two process sets over the same ranks with different workloads,
-each step running both in turn: set "many" allreduces 200 tensors of 4 KiB, set "few" 4 of 8 MiB.
+"""One rank of bench/autotune.sh: two process sets with different workloads in one step loop,
+each step running both in turn: set "many" (every rank) allreduces 200 tensors of 4 KiB, set "few"
+(every rank but the last) 4 of 8 MiB. Two distinct sets need distinct rank lists: tuttid hands an
+add of an existing set's ranks that set (so on 2 ranks, "few" would be the world set itself).
+The last rank runs "many" only, and waits in the next step's "many" for the others.
 Prints, on rank 0, one JSON line: per set, the mean time of its part of the step over the last
 LAST steps, and (when tuttid's status URL is given) the set's autotune entry from /status.json.
   python3 bench/autotune_job.py STEPS LAST [STATUS_URL]"""
@@ -16,10 +19,14 @@ import tutti
 steps, last = int(sys.argv[1]), int(sys.argv[2])
 status_url = sys.argv[3] if len(sys.argv) > 3 else None
 tutti.init()
+assert tutti.size() >= 3, "two distinct sets need 3 ranks or more (see above)"
 many = tutti.WORLD
-few = tutti.add_process_set(list(range(tutti.size())))
+few = tutti.add_process_set(list(range(tutti.size() - 1)))
+assert few != many
 workloads = {"many": (many, [np.ones(1024, np.float32) for _ in range(200)]),
              "few": (few, [np.ones(2 << 20, np.float32) for _ in range(4)])}
+if tutti.rank() == tutti.size() - 1:
+    del workloads["few"]
 times = {name: [] for name in workloads}
 for step in range(steps):
     for name, (process_set, tensors) in workloads.items():

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "client/trial_times.h"
+
 namespace tutti::client {
 
 struct Counters {
@@ -15,6 +17,9 @@ struct Counters {
   std::atomic<uint64_t> collectives{0}, tensors_executed{0}, tensors_fused{0};
   // The members' fast path (docs/steady-state.md): rounds run, tensors they agreed on.
   std::atomic<uint64_t> fast_path_rounds{0}, fast_path_tensors{0};
+  // Autotuned sets: the lanes' execution time per measurement period, which the coordinator
+  // link reports to tuttid with each set's announcements (not a counter of tutti_get_counters).
+  TrialTimes trials;
 
   static void Add(std::atomic<uint64_t>& counter, uint64_t n) {
     counter.fetch_add(n, std::memory_order_relaxed);

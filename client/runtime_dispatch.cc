@@ -63,7 +63,8 @@ void Runtime::OnExecute(wire::Execute& execute) {
         timeline_.Begin(set_id, *name, "QUEUE");
       }
       parts.push_back(FusedPart{std::move(request), std::move(rows), response.device_path(),
-                                response.device_group(), cutoffs});
+                                response.device_group(), cutoffs, execute.has_tuning(),
+                                execute.tuning().trial()});
     }
     if (parts.empty()) continue;
     Status status;

@@ -376,6 +376,8 @@ void CoordinatorLink::Flush(bool announcements) {
     if (!announced_.empty() && (announcements || !outbox_.empty())) {
       wire::Frame frame;
       const auto drained = announced_.Drain(frame.mutable_announce());
+      // Autotuned sets: each announced set's execution time under tuttid's trials.
+      for (auto& set : *frame.mutable_announce()->mutable_sets()) counters_->trials.Report(&set);
       frames.push_back(Stamp(frame));
       Counters::Add(counters_->announce_messages, 1);
       Counters::Add(counters_->announce_bytes, frames.back().size());

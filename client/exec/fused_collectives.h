@@ -23,6 +23,10 @@ struct FusedPart {
   // The set's cut-offs when tuttid released it (or the fast path agreed on it): the same on every
   // member for this collective.
   AlgorithmCutoffs cutoffs;
+  // An autotuned set's collective: the measurement period of the Execute that released it
+  // (docs/autotune.md); the lane reports its execution time under it.
+  bool tuned = false;
+  uint32_t trial = 0;
 };
 
 // Allgather and reducescatter fuse member-major, so that each member's chunk is contiguous: chunk

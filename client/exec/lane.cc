@@ -154,10 +154,12 @@ void Lane::RunWork(Work& work) {
     if (work.size() > 1) Counters::Add(set_counters_->tensors_fused, work.size());
     Counters::Add(set_counters_->bytes, bytes);
     Counters::Add(set_counters_->wait_ns, waited_ns);
-    Counters::Add(set_counters_->execute_ns,
-                  static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                            std::chrono::steady_clock::now() - started)
-                                            .count()));
+    const auto spent = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now() - started);
+    Counters::Add(set_counters_->execute_ns, static_cast<uint64_t>(spent.count()));
+    // Before the requests complete: a caller that waited on them and announces again reports it.
+    if (!work.empty() && work.front().tuned && status.ok())
+      counters_->trials.Record(set_id_, work.front().trial, bytes, spent);
     for (auto& part : work) {
       timeline_->End(set_id_, part.request->name(), "EXECUTE");
       part.request->Complete(status);

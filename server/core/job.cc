@@ -149,6 +149,9 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, uint64
     Negotiator& negotiator = it->second;
     wire::SetCounters& per_set = set_counters_[set.set_id()];
     per_set.set_announcements(per_set.announcements() + 1);
+    // Before the tensors: a trial these reports end makes way for the next values, which the
+    // release below then already runs with.
+    if (autotune_ && set.executed_size() > 0) ExecutedUnderTrials(rank, set, negotiator);
     // The members' fast path (docs/steady-state.md): an exit makes the rank's announcements count
     // again; while it has not left, what it sent before it heard of the grant is dropped here
     // (it took those tensors back onto the fast path itself).

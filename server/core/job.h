@@ -384,6 +384,9 @@ class Job {
   TuningValues job_tuning_;
   AutotuneOptions autotune_options_;
   std::map<int32_t, Autotuner> tuning_;  // by set, created at its first release
+  // A member's report of its execution time under the set's trials (job_execute.cc).
+  void ExecutedUnderTrials(int32_t rank, const wire::SetTensors& set, const Negotiator& negotiator);
+  void LogTrialEnded(int32_t set_id, const Autotuner& tuner, uint32_t trials_before);
   wire::CoordinatorCounters counters_;
   std::map<int32_t, wire::SetCounters> set_counters_;
   // By active set, for the status page; kept across a set's re-formations (its negotiator is

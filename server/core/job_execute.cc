@@ -44,10 +44,12 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
     sent->set_fusion_threshold(now.fusion_threshold);
     sent->set_small_allreduce_bytes(now.small_allreduce_bytes);
     sent->set_pipeline_bytes(now.pipeline_bytes);
-    sent->set_trial(tuner->trial());
+    sent->set_trial(tuner->period());
   }
   const int64_t threshold = tuner ? tuner->current().fusion_threshold : fusion_threshold_;
+  uint64_t released_collectives = 0;  // what each member's lane will run, and report
   for (auto& response : wire::PlanCollectives(std::move(responses), threshold)) {
+    released_collectives += !wire::Failed(response);
     if (wire::Failed(response)) {
       all_ok = false;
       const Status status = wire::ToStatus(response.error());
@@ -70,9 +72,9 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
   execute.set_seq(negotiator.TakeSeq());
   if (tuner && released_tensors > 0) {
     const uint32_t before = tuner->trial();
-    tuner->OnReleased(released_tensors, released_bytes, Clock::now());
-    if (tuner->trial() != before && policy_.on_autotune_trial)
-      policy_.on_autotune_trial(id_, set_id, tuner->trials().back(), tuner->converged());
+    tuner->OnReleased(released_tensors, released_bytes, released_collectives,
+                      negotiator.members().size(), Clock::now());
+    LogTrialEnded(set_id, *tuner, before);
   }
   // Steady state: the members agree on the next cached tensors among themselves until one of
   // them needs tuttid again (docs/steady-state.md).
@@ -91,6 +93,23 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
       out->push_back({peer_of_rank_[member], frame});
       counters_.set_execute_messages(counters_.execute_messages() + 1);
     }
+}
+
+void Job::ExecutedUnderTrials(int32_t rank, const wire::SetTensors& set, const Negotiator& negotiator) {
+  auto it = tuning_.find(set.set_id());
+  if (it == tuning_.end()) return;  // not tuned yet (or no longer: the set was removed)
+  Autotuner& tuner = it->second;
+  for (const auto& executed : set.executed()) {
+    const uint32_t before = tuner.trial();
+    tuner.OnExecuted(rank, executed.trial(), executed.collectives(), executed.bytes(),
+                     executed.execute_ns(), negotiator.members().size(), Clock::now());
+    LogTrialEnded(set.set_id(), tuner, before);
+  }
+}
+
+void Job::LogTrialEnded(int32_t set_id, const Autotuner& tuner, uint32_t trials_before) {
+  if (tuner.trial() != trials_before && policy_.on_autotune_trial)
+    policy_.on_autotune_trial(id_, set_id, tuner.trials().back(), tuner.converged());
 }
 
 wire::CoordinatorCounters Job::counters(int32_t set_id) const {

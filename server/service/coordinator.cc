@@ -72,10 +72,11 @@ std::unique_ptr<Timeline> OpenTimeline(const std::string& path) {
 void LogAutotuneTrial(const std::string& job, int32_t set, const Autotuner::Trial& trial,
                       bool converged) {
   spdlog::info("job '{}' set {}: autotune trial fusion_threshold={} small_allreduce_bytes={} "
-               "pipeline_bytes={}: {:.1f} MB/s{}",
+               "pipeline_bytes={}: {:.1f} MB/s ({}{}){}",
                job, set, trial.values.fusion_threshold, trial.values.small_allreduce_bytes,
                trial.values.pipeline_bytes, trial.bytes_per_second / 1e6,
-               converged ? "; converged" : "");
+               trial.own_time ? "execution time" : "wall clock",
+               trial.confirmation ? ", confirmation" : "", converged ? "; converged" : "");
 }
 
 }  // namespace

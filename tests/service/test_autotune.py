@@ -77,19 +77,28 @@ def test_every_member_runs_the_tuned_values_and_the_tuner_converges(tmp_path, tu
     assert "small" in fused and any("+" in f for f in fused), fused  # so did the fusion trials
     tune = seen["autotune"]
     assert tune["state"] == "converged"
-    # One trial of the starting values, then each grid but the value already measured.
-    assert len(tune["trials"]) == 1 + 5 + 4 + 3
+    # One trial of the starting values, then each grid but the value already measured, then the
+    # three finalists again (the starting values among them).
+    trials = tune["trials"]
+    assert len(trials) == 1 + 5 + 4 + 3 + 3
+    assert [trial["confirmation"] for trial in trials] == [False] * 13 + [True] * 3
+    assert trials[0]["values"] in [trial["values"] for trial in trials[13:]]
     assert tune["current"] == tune["best"] and tune["pinned"] == []
-    assert max(trial["bytes_per_second"] for trial in tune["trials"]) == \
-        tune["best_bytes_per_second"]
+    # Every member reported its own execution time under every trial's values.
+    assert {trial["scored_by"] for trial in trials} == {"execution time"}, trials
+    # The chosen values were a finalist, scored by the mean of their two measurements.
+    chosen = [trial["bytes_per_second"] for trial in trials if trial["values"] == tune["best"]]
+    assert len(chosen) == 2
+    assert abs(sum(chosen) / 2 - tune["best_bytes_per_second"]) <= 1e-6 * tune["best_bytes_per_second"]
     logged = re.findall(r"job 'tuned' set 0: autotune trial fusion_threshold=\d+ "
-                        r"small_allreduce_bytes=\d+ pipeline_bytes=\d+: [\d.]+ MB/s(; converged)?",
-                        t.stderr())
-    assert len(logged) == 13 and logged[-1] == "; converged", t.stderr()[-3000:]
+                        r"small_allreduce_bytes=\d+ pipeline_bytes=\d+: [\d.]+ MB/s "
+                        r"\(execution time(, confirmation)?\)(; converged)?", t.stderr())
+    assert len(logged) == 16 and logged[-1] == (", confirmation", "; converged"), \
+        t.stderr()[-3000:]
     # Converged: tuttid no longer needs to watch, and grants the members' fast path.
     assert seen["fast_path"]["grants"] >= 1
     # The set's page says so too.
-    assert re.search(r'<span class="autotune-converged">converged</span> after 13 trials: fusion '
+    assert re.search(r'<span class="autotune-converged">converged</span> after 16 trials: fusion '
                      r'threshold [^;]+, small allreduces up to [^;]+, pipeline pieces of [^;]+; '
                      r'best [\d.]+ [KMG]?i?B/s', page[0]), page[0]
 
@@ -106,7 +115,7 @@ def test_a_pinned_setting_is_never_tuned_and_the_cut_off_trials_reach_every_memb
                       {"TUTTI_FUSION_THRESHOLD": "0"}, steps=80)
     tune = seen["autotune"]
     assert tune["pinned"] == ["fusion_threshold"] and tune["state"] == "converged"
-    assert len(tune["trials"]) == 1 + 4 + 3
+    assert len(tune["trials"]) == 1 + 4 + 3 + 3  # and three finalists
     assert {trial["values"]["fusion_threshold"] for trial in tune["trials"]} == {0}
     ran = [[line for line in lines if line.startswith("ran ")] for lines in outputs]
     assert ran[0] == ran[1] == ran[2]
