@@ -161,4 +161,14 @@ bool ParseHostPort(const std::string& endpoint, std::string* host, uint16_t* por
   return true;
 }
 
+bool SocketReadableNow(int fd, bool* closed) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  char byte;
+  const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return true;
+  if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) *closed = true;
+  return false;
+}
+
 }  // namespace tutti::transport

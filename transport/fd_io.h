@@ -58,6 +58,10 @@ Status WriteWithFds(int fd, const void* data, size_t len, const std::vector<int>
 Status ReadWithFds(int fd, void* data, size_t len, Deadline deadline, int cancel,
                    std::vector<UniqueFd>* fds);
 
+// Whether bytes can be received on socket `fd` now, without blocking; sets `*closed` when the
+// peer's end is gone instead (then nothing more will arrive).
+bool SocketReadableNow(int fd, bool* closed);
+
 // Splits "a.b.c.d:port".
 bool ParseHostPort(const std::string& endpoint, std::string* host, uint16_t* port);
 

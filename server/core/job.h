@@ -140,6 +140,9 @@ class Job {
   void PeerReport(int32_t rank, const wire::PeerReport& msg, Clock::time_point now, Outbox* out);
   // A member's report that a record from `peer` failed authentication: the set fails at once.
   void IntegrityFailure(int32_t reporter, int32_t peer, int32_t set_id, Outbox* out);
+  // Fails `set_id` alone with `status`, no rank lost: what waits in it, and every live member is
+  // told (Fault.broken_sets).
+  void BreakSetAlone(int32_t set_id, Negotiator& negotiator, const Status& status, Outbox* out);
   // Whether a report from a lane of `set_id`'s incarnation begun in `incarnation_epoch` is about
   // an incarnation the job re-formed since (job_detection.cc).
   bool StaleIncarnation(int32_t set_id, uint64_t incarnation_epoch) const;

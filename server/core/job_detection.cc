@@ -54,11 +54,15 @@ void Job::IntegrityFailure(int32_t reporter, int32_t peer, int32_t set_id, Outbo
                   "way); the set fails",
                   RankNow(reporter), RankNow(peer), set_id));
   spdlog::error("job '{}': {}", id_, status.message());
+  BreakSetAlone(set_id, negotiator->second, status, out);
+}
+
+void Job::BreakSetAlone(int32_t set_id, Negotiator& negotiator, const Status& status, Outbox* out) {
   std::vector<wire::Response> failed;
-  negotiator->second.Break(status, &failed);
-  if (!failed.empty()) SendExecute(set_id, negotiator->second, std::move(failed), out);
+  negotiator.Break(status, &failed);
+  if (!failed.empty()) SendExecute(set_id, negotiator, std::move(failed), out);
   const Payload broken = frames::SetsBroken({set_id}, status);
-  for (int32_t member : negotiator->second.members())
+  for (int32_t member : negotiator.members())
     if (alive(member)) out->push_back({peer_of_rank_[member], broken});
 }
 
@@ -81,12 +85,7 @@ void Job::ProbeAnswered(int32_t rank, const wire::Probe& msg, Outbox* out) {
     broken.push_back(set_id);
     spdlog::warn("job '{}': process set {}: {}; rank {} answers, so only the set fails", id_,
                  set_id, status.message(), RankNow(rank));
-    std::vector<wire::Response> failed;
-    negotiator->second.Break(status, &failed);
-    if (!failed.empty()) SendExecute(set_id, negotiator->second, std::move(failed), out);
-    const Payload broken = frames::SetsBroken({set_id}, status);
-    for (int32_t member : negotiator->second.members())
-      if (alive(member)) out->push_back({peer_of_rank_[member], broken});
+    BreakSetAlone(set_id, negotiator->second, status, out);
   }
   probes_.erase(it);
 }

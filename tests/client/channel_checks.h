@@ -6,6 +6,7 @@
 #pragma once
 
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <gtest/gtest.h>
 
@@ -23,6 +24,14 @@ using transport::Channel;
 using transport::Clock;
 using transport::Deadline;
 using transport::PollTimeoutMs;
+
+// Two connected ends of a Unix stream socket pair, standing in for a TCP connection.
+inline void SocketPair(transport::UniqueFd* a, transport::UniqueFd* b) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0) << std::strerror(errno);
+  *a = transport::UniqueFd(fds[0]);
+  *b = transport::UniqueFd(fds[1]);
+}
 
 inline std::vector<char> Pattern(size_t bytes, unsigned seed) {
   std::vector<char> data(bytes);

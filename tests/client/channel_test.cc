@@ -26,13 +26,6 @@ namespace {
 
 using namespace tutti::testing;
 
-void SocketPair(UniqueFd* a, UniqueFd* b) {
-  int fds[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0) << std::strerror(errno);
-  *a = UniqueFd(fds[0]);
-  *b = UniqueFd(fds[1]);
-}
-
 std::unique_ptr<TcpChannel> TcpPeer(UniqueFd fd) { return std::make_unique<TcpChannel>(std::move(fd)); }
 
 // A shared-memory pair: `*a` created the segment, `*b` adopted it.

@@ -31,13 +31,6 @@ namespace {
 
 using namespace tutti::testing;
 
-void SocketPair(UniqueFd* a, UniqueFd* b) {
-  int fds[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0) << std::strerror(errno);
-  *a = UniqueFd(fds[0]);
-  *b = UniqueFd(fds[1]);
-}
-
 RecordAead AvailableAes() { return CpuHasAesGcm() ? RecordAead::kAes256Gcm : RecordAead::kNone; }
 
 // Both ends' ciphers for one connection, keyed as a real handshake would key them.

@@ -32,8 +32,8 @@ std::vector<Case> Cases() {
   future.set_magic(wire::kMagic);
   future.set_version(99);
   cases.push_back({"other protocol version", {future.SerializeAsString()},
-                   "-11 version mismatch: client 99, coordinator 6 (tuttid serves ranks of "
-                   "protocols 5 to 6)"});
+                   "-11 version mismatch: client 99, coordinator 7 (tuttid serves ranks of "
+                   "protocols 5 to 7)"});
   cases.push_back({"two frames", {Encoded(Register(0, 2)), "extra"},
                    "-1 a message must be exactly one frame, got 2"});
   cases.push_back({"negative size", {Encoded(Register(0, -1))},

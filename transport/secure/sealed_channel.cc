@@ -190,14 +190,7 @@ bool SealedChannel::PrepareWait(bool send, bool recv, size_t /*need*/, std::vect
 }
 
 bool SealedChannel::ReadableNow() {
-  if (plain_left_ > 0 || RecordWhole()) return true;
-  pollfd fd{fd_.get(), POLLIN, 0};
-  if (poll(&fd, 1, 0) <= 0) return false;
-  char byte;
-  const ssize_t n = recv(fd_.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return true;
-  if (n == 0 || !Retry(errno)) closed_ = true;  // the peer's end is gone
-  return false;
+  return plain_left_ > 0 || RecordWhole() || SocketReadableNow(fd_.get(), &closed_);
 }
 
 }  // namespace tutti::transport

@@ -34,15 +34,7 @@ Status TcpChannel::TryRecv(char* data, size_t len, size_t* moved) {
   return Status::Ok();
 }
 
-bool TcpChannel::ReadableNow() {
-  pollfd fd{fd_.get(), POLLIN, 0};
-  if (poll(&fd, 1, 0) <= 0) return false;
-  char byte;
-  const ssize_t n = recv(fd_.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return true;
-  if (n == 0 || !Retry(errno)) closed_ = true;  // the peer's end is gone
-  return false;
-}
+bool TcpChannel::ReadableNow() { return SocketReadableNow(fd_.get(), &closed_); }
 
 bool TcpChannel::PrepareWait(bool send, bool recv, size_t /*need*/, std::vector<pollfd>* fds) {
   fds->push_back({fd_.get(), static_cast<short>((send ? POLLOUT : 0) | (recv ? POLLIN : 0)), 0});
