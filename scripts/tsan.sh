@@ -53,7 +53,7 @@ cmake --build "$build" -j "$jobs" --target "${programs[@]}"
 # Left out: large payloads (Ranks/Transports, Collectives.Large64MiBOnTheWorld: a minute each
 # under TSan, moving more bytes through the same interleavings), and what exercises a
 # single-threaded tuttid alone (Jobs, BadFrames, Floods, Tuttid).
-tests='^(CApi|Elastic|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|SteadyState|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel)\.'
+tests='^(CApi|Elastic|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|SteadyState|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel|ModesAndCiphers/SealedChannelTest|SealedStream|ManInTheMiddle|DataSecurity)\.'
 large='^Collectives\.Large'
 
 # Only tests of those programs: unit_tests has suites of the same names (Fusion, Priorities) whose
