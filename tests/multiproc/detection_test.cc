@@ -80,13 +80,21 @@ TEST(Detection, AnIntegrityReportBreaksTheSetAtOnceOnEveryMember) {
   RawClient rank0(tuttid.endpoint()), rank1(tuttid.endpoint());
   JoinAsPair(rank0, rank1, "tampered");
   Announce(rank0, "t");
+  // Frames of two connections reach tuttid in any order: a query answered on rank 0's own
+  // connection proves the announcement is in before rank 1 reports.
+  wire::Frame query;
+  query.mutable_counters_query()->set_request_id(1);
+  rank0.Send(Encoded(query));
+  wire::Frame counters;
+  ASSERT_TRUE(rank0.Receive(&counters));
+  ASSERT_TRUE(counters.has_coordinator_counters());
   Report(rank1, 0, 0, 0, /*integrity_failure=*/true);
   const std::string why =
       "data-plane integrity: rank 1 received a record from rank 0 on process set 0 that failed "
       "authentication (altered, replayed, reordered or dropped on the way); the set fails";
   wire::Frame execute;
   ASSERT_TRUE(rank0.Receive(&execute));
-  ASSERT_TRUE(execute.has_execute()) << "rank 0 was probed instead";
+  ASSERT_TRUE(execute.has_execute()) << "rank 0 got frame body " << execute.body_case();
   ASSERT_EQ(execute.execute().responses_size(), 1);
   EXPECT_EQ(execute.execute().responses(0).error().code(), -12);
   EXPECT_EQ(execute.execute().responses(0).error().message(), why + " while 't' was pending");
