@@ -36,6 +36,13 @@ TUTTI_API tutti_status_t tutti_process_set_remove(tutti_runtime_t rt, int32_t se
   });
 }
 
+TUTTI_API tutti_status_t tutti_process_set_autotune(tutti_runtime_t rt, int32_t set_id) {
+  return Fenced(__func__, [&]() -> tutti_status_t {
+    TUTTI_CHECK_RUNTIME(rt);
+    return Report(rt->runtime->AutotuneProcessSet(set_id));
+  });
+}
+
 TUTTI_API tutti_status_t tutti_process_set_ranks(tutti_runtime_t rt, int32_t set_id, int32_t* ranks,
                                                  int32_t capacity, int32_t* count) {
   return Fenced(__func__, [&]() -> tutti_status_t {

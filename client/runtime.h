@@ -72,6 +72,9 @@ class Runtime : private LinkListener, private FastPathPort {
   Status AddProcessSet(std::vector<int32_t> ranks, int64_t timeout_ms, int32_t* set_id);
   Status RemoveProcessSet(int32_t set_id, int64_t timeout_ms);
   Status ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) const;
+  // Asks tuttid to autotune the set (docs/autotune.md); one member's ask is enough. Returns once
+  // the ask is queued: tuning starts with the set's next Execute after tuttid reads it.
+  Status AutotuneProcessSet(int32_t set_id);
 
   // This rank has no more data for the set: until every member joined, the others' collectives
   // run with this rank taking part with identity values (allreduce) or no rows (allgather) and

@@ -92,6 +92,17 @@ Status Runtime::Join(int32_t set_id, int64_t timeout_ms, int32_t* last_rank) {
   return status;
 }
 
+Status Runtime::AutotuneProcessSet(int32_t set_id) {
+  TUTTI_RETURN_IF_ERROR(sets_.CheckMember(set_id));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!dead_.ok()) return dead_;
+  }
+  // On the fast path tuttid sees nothing to measure: the lane leaves it and the exit asks.
+  if (link_->AskAutotune(set_id)) WakeLane(set_id);
+  return Status::Ok();
+}
+
 Status Runtime::ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) const {
   std::vector<int32_t> slots;
   TUTTI_RETURN_IF_ERROR(sets_.Ranks(set_id, &slots));

@@ -65,10 +65,17 @@ void AnnounceCache::MarkExit(int32_t set_id, uint64_t generation, uint64_t round
   set.exit_rounds = rounds;
 }
 
+void AnnounceCache::AskAutotune(int32_t set_id) {
+  SetState& set = sets_[set_id];
+  if (!set.autotune) ++queued_;  // the ask leaves even with no tensor
+  set.autotune = true;
+}
+
 AnnounceCache::Drained AnnounceCache::Drain(wire::Announce* announce) {
   Drained drained;
   for (auto& [set_id, set] : sets_) {
-    if (set.full.empty() && set.bits.empty() && set.exit_generation == 0) continue;
+    if (set.full.empty() && set.bits.empty() && set.exit_generation == 0 && !set.autotune)
+      continue;
     auto* out = announce->add_sets();
     out->set_set_id(set_id);
     out->set_evictions_seen(set.evictions_seen);
@@ -77,6 +84,8 @@ AnnounceCache::Drained AnnounceCache::Drain(wire::Announce* announce) {
       out->set_fast_path_rounds(set.exit_rounds);
       set.exit_generation = set.exit_rounds = 0;
     }
+    if (set.autotune) out->set_autotune(true);
+    set.autotune = false;
     drained.full += set.full.size();
     drained.cached += set.bits.size();
     for (auto& spec : set.full) *out->add_tensors() = std::move(spec);
@@ -158,7 +167,13 @@ void AnnounceCache::Forget(int32_t set_id, const std::string& name) {
   it->second.outstanding.erase(name);
 }
 
-void AnnounceCache::DropSet(int32_t set_id) { sets_.erase(set_id); }
+void AnnounceCache::DropSet(int32_t set_id) {
+  auto it = sets_.find(set_id);
+  if (it == sets_.end()) return;
+  const SetState& set = it->second;
+  queued_ -= set.full.size() + set.bits.size() + (set.exit_generation != 0) + set.autotune;
+  sets_.erase(it);
+}
 
 std::vector<int32_t> AnnounceCache::SetIds() const {
   std::vector<int32_t> ids;

@@ -38,6 +38,8 @@ class AnnounceCache {
   std::vector<wire::TensorSpec> TakeOutstanding(int32_t set_id);
   // The set's next SetTensors says that this rank left fast-path `generation` after `rounds`.
   void MarkExit(int32_t set_id, uint64_t generation, uint64_t rounds);
+  // The set's next SetTensors asks tuttid to autotune the set (tutti_process_set_autotune).
+  void AskAutotune(int32_t set_id);
   bool empty() const { return queued_ == 0; }
 
   struct Drained {
@@ -81,6 +83,7 @@ class AnnounceCache {
     std::vector<wire::TensorSpec> full;  // queued
     std::vector<uint32_t> bits;          // queued slots
     uint64_t exit_generation = 0, exit_rounds = 0;  // queued fast-path exit
+    bool autotune = false;                          // queued autotuning ask
     // Announced (queued or sent) and not yet answered by an Execute or a refusal, by name, with
     // the order of announcement: what a grant takes back onto the fast path.
     std::unordered_map<std::string, std::pair<uint64_t, wire::TensorSpec>> outstanding;

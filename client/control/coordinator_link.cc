@@ -337,6 +337,8 @@ void CoordinatorLink::ForgetSet(int32_t set_id) {
     announced_.DropSet(set_id);
     progress_.erase(set_id);
     fast_.Leave(set_id);
+    autotune_asked_.erase(set_id);
+    autotune_unconfirmed_.erase(set_id);
   }
   fast_cv_.notify_all();
 }

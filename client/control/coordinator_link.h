@@ -30,6 +30,7 @@
 #include <future>
 #include <deque>
 #include <map>
+#include <set>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -111,6 +112,13 @@ class CoordinatorLink {
   // then the caller wakes the set's lane, which leaves at its next round, and waits with
   // AwaitOffFastPath.
   bool FastPathWantSlow(int32_t set_id);
+  // tutti_process_set_autotune: asks tuttid to tune the set (docs/autotune.md) with the set's
+  // next SetTensors. Off the fast path that is a SetTensors of its own; on it, the rank wants
+  // tuttid (FastPathWantSlow: true, and the caller wakes the lane) and the ask goes with the
+  // exit. Until an Execute of the set carries tuning values the ask stands: a grant tuttid sent
+  // before it heard the ask is left again at once, and the exit asks again. Asked sets are
+  // asked again of a new HA leader.
+  bool AskAutotune(int32_t set_id);
   Status AwaitOffFastPath(int32_t set_id, transport::Deadline deadline);
   // A tensor was refused; or a set is gone: their cache state goes.
   void ForgetTensor(int32_t set_id, const std::string& name);
@@ -202,6 +210,8 @@ class CoordinatorLink {
   std::vector<std::string> outbox_;                           // encoded frames
   AnnounceCache announced_;
   FastPathBook fast_;
+  std::set<int32_t> autotune_asked_;        // every set this rank asked to tune
+  std::set<int32_t> autotune_unconfirmed_;  // those no Execute carried tuning values for yet
   std::condition_variable fast_cv_;  // notified when a set leaves its fast path
   transport::Clock::time_point first_queued_;  // when the oldest queued announcement came
   std::optional<std::promise<Answer>> registration_;

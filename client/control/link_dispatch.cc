@@ -112,6 +112,7 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
         wire::Execute& execute = *frame.mutable_execute();
         if (ha_) RecordProgress(execute);  // as received: Apply fills in names
         status = announced_.Apply(&execute);
+        if (execute.has_tuning()) autotune_unconfirmed_.erase(execute.set_id());
         // The grant: from here on the set's submissions wait in its book. What this rank
         // announced and tuttid has not answered is unsent or in flight (tuttid had nothing of
         // the set pending), and tuttid drops it: it goes into the book too, in the same
@@ -124,6 +125,9 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
             const auto slot = announced_.Lookup(set_id, spec);
             fast_.Add(set_id, std::move(spec), slot, now);
           }
+          // Granted before tuttid heard this rank's autotuning ask: leave at the first round
+          // (the lane is woken by this Execute), asking again with the exit.
+          if (autotune_unconfirmed_.count(set_id)) fast_.WantSlow(set_id);
         }
       }
       if (!status.ok()) return Die(status);

@@ -162,6 +162,10 @@ void CoordinatorLink::OnResumed() {
       frames.push_back(Stamp(frame));
       announced_.Requeue(set_id);
     }
+    for (int32_t set_id : autotune_asked_) {
+      autotune_unconfirmed_.insert(set_id);
+      if (!fast_.on(set_id)) announced_.AskAutotune(set_id);
+    }
   }
   for (const std::string& bytes : frames) (void)socket_.send(zmq::buffer(bytes), zmq::send_flags::none);
   last_received_ = last_heartbeat_ = transport::Clock::now();

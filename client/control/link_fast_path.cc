@@ -30,6 +30,7 @@ void CoordinatorLink::FastPathLeave(int32_t set_id, uint64_t generation, uint64_
     if (generation == 0 || fast_.generation(set_id) != generation) return;
     if (announced_.empty()) first_queued_ = transport::Clock::now();
     announced_.MarkExit(set_id, generation, rounds);
+    if (autotune_unconfirmed_.count(set_id)) announced_.AskAutotune(set_id);
     // In submission order, as bits where the cache still holds them: tuttid negotiates them as
     // if they had just been submitted.
     for (auto& submitted : fast_.Leave(set_id)) announced_.Add(set_id, std::move(submitted.spec));
@@ -55,6 +56,22 @@ bool CoordinatorLink::FastPathWantSlow(int32_t set_id) {
   if (!fast_.on(set_id)) return false;
   fast_.WantSlow(set_id);
   return true;
+}
+
+bool CoordinatorLink::AskAutotune(int32_t set_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    autotune_asked_.insert(set_id);
+    autotune_unconfirmed_.insert(set_id);
+    if (fast_.on(set_id)) {
+      fast_.WantSlow(set_id);
+      return true;
+    }
+    if (announced_.empty()) first_queued_ = transport::Clock::now();
+    announced_.AskAutotune(set_id);
+  }
+  Wake();
+  return false;
 }
 
 Status CoordinatorLink::AwaitOffFastPath(int32_t set_id, transport::Deadline deadline) {

@@ -26,7 +26,7 @@ from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, Device
                      TuttiError,
                      UnknownSetError, UnsupportedError, VersionMismatchError)
 
-__version__ = "0.12.0"
+__version__ = "0.13.0"
 
 Sum, Average, Min, Max, Product = (_capi.OP_SUM, _capi.OP_AVERAGE, _capi.OP_MIN, _capi.OP_MAX,
                                    _capi.OP_PRODUCT)
@@ -170,6 +170,13 @@ def add_process_set(ranks, timeout_ms=0):
 
 def remove_process_set(set_id, timeout_ms=0):
     _rt().remove_process_set(set_id, timeout_ms)
+
+
+def process_set_autotune(set_id):
+    """Autotunes the set's fusion threshold and algorithm cut-offs by the speed of its own
+    collectives (docs/autotune.md), as TUTTI_AUTOTUNE=1 does for every set. One member's call is
+    enough; it returns at once. NotAMemberError on a non-member."""
+    _rt().process_set_autotune(set_id)
 
 
 def process_set_from_comm(comm, timeout_ms=0):

@@ -219,6 +219,7 @@ tutti_process_set_add = _declare("tutti_process_set_add", _runtime, c_int32_p, c
                                  ctypes.c_int64, c_int32_p)
 tutti_process_set_remove = _declare("tutti_process_set_remove", _runtime, ctypes.c_int32,
                                     ctypes.c_int64)
+tutti_process_set_autotune = _declare("tutti_process_set_autotune", _runtime, ctypes.c_int32)
 tutti_process_set_size = _declare("tutti_process_set_size", _runtime, ctypes.c_int32, c_int32_p)
 tutti_process_set_ranks = _declare("tutti_process_set_ranks", _runtime, ctypes.c_int32, c_int32_p,
                                    ctypes.c_int32, c_int32_p)

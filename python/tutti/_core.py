@@ -436,6 +436,9 @@ class Runtime:
     def remove_process_set(self, set_id, timeout_ms=0):
         check(_capi.tutti_process_set_remove(self.handle, set_id, timeout_ms))
 
+    def process_set_autotune(self, set_id):
+        check(_capi.tutti_process_set_autotune(self.handle, set_id))
+
     def process_set_ranks(self, set_id):
         count = self._int(_capi.tutti_process_set_size, set_id)
         ranks = (ctypes.c_int32 * max(count, 1))()

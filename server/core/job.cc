@@ -104,7 +104,8 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
     if (!failed.empty()) SendExecute(id, it->second, std::move(failed), out);
     negotiators_.erase(it);
     set_stats_.erase(id);
-    tuning_.erase(id);  // a set added again later is tuned afresh
+    tuning_.erase(id);  // a set added again later is tuned afresh (if asked again)
+    autotune_asked_.erase(id);
     // Joins waiting on the set can never complete now: they fail like its pending tensors (and
     // joins_ keeps only sets that have a negotiator, which Tick and Remove rely on).
     auto waiting = joins_.find(id);
@@ -151,7 +152,8 @@ void Job::Announce(int32_t rank, const wire::Announce& msg, size_t bytes, uint64
     per_set.set_announcements(per_set.announcements() + 1);
     // Before the tensors: a trial these reports end makes way for the next values, which the
     // release below then already runs with.
-    if (autotune_ && set.executed_size() > 0) ExecutedUnderTrials(rank, set, negotiator);
+    if (set.autotune()) AutotuneAsked(rank, set.set_id(), negotiator);
+    if (Tuned(set.set_id()) && set.executed_size() > 0) ExecutedUnderTrials(rank, set, negotiator);
     // The members' fast path (docs/steady-state.md): an exit makes the rank's announcements count
     // again; while it has not left, what it sent before it heard of the grant is dropped here
     // (it took those tensors back onto the fast path itself).

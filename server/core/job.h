@@ -381,9 +381,14 @@ class Job {
   uint32_t cache_capacity_ = 0;
   Clock::duration stall_warning_{}, stall_shutdown_{};
   bool fast_path_ = false;  // the members' fast path is allowed (docs/steady-state.md)
-  // Per-set autotuning (docs/autotune.md): on if any rank asked; the job's values each set starts
-  // from; which parameters a rank pinned.
+  // Per-set autotuning (docs/autotune.md): on for every set if any rank registered with
+  // TUTTI_AUTOTUNE=1, else for the sets a member asked for (tutti_process_set_autotune); the
+  // job's values each set starts from; which parameters a rank pinned.
   bool autotune_ = false;
+  std::set<int32_t> autotune_asked_;
+  bool Tuned(int32_t set_id) const { return autotune_ || autotune_asked_.count(set_id) > 0; }
+  // A member's SetTensors asked to tune its set (read before anything drops the announcement).
+  void AutotuneAsked(int32_t rank, int32_t set_id, const Negotiator& negotiator);
   TuningValues job_tuning_;
   AutotuneOptions autotune_options_;
   std::map<int32_t, Autotuner> tuning_;  // by set, created at its first release

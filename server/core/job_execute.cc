@@ -5,6 +5,10 @@
 #include "server/core/frames.h"
 #include "server/core/job.h"
 
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
 #include "proto/status_codec.h"
 #include "proto/fusion_plan.h"
 #include "common/dtype.h"
@@ -32,7 +36,7 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
   // included), and the members' fast path plans with the last ones received.
   Autotuner* tuner = nullptr;
   uint64_t released_tensors = 0, released_bytes = 0;
-  if (autotune_) {
+  if (Tuned(set_id)) {
     tuner = &tuning_.try_emplace(set_id, job_tuning_, autotune_options_).first->second;
     for (const auto& r : responses)
       if (!wire::Failed(r)) {
@@ -105,6 +109,13 @@ void Job::ExecutedUnderTrials(int32_t rank, const wire::SetTensors& set, const N
                      executed.execute_ns(), negotiator.members().size(), Clock::now());
     LogTrialEnded(set.set_id(), tuner, before);
   }
+}
+
+void Job::AutotuneAsked(int32_t rank, int32_t set_id, const Negotiator& negotiator) {
+  const auto& members = negotiator.members();
+  if (std::find(members.begin(), members.end(), rank) == members.end()) return;
+  if (autotune_ || !autotune_asked_.insert(set_id).second) return;
+  spdlog::info("job '{}' set {}: autotuning asked by rank {}", id_, set_id, rank);
 }
 
 void Job::LogTrialEnded(int32_t set_id, const Autotuner& tuner, uint32_t trials_before) {

@@ -18,17 +18,22 @@ TRIALS = ["--autotune-trial-tensors", "6", "--autotune-trial-ms", "0",
           "--autotune-warmup-tensors", "6"]
 
 
-def run_job(endpoint, job, tmp_path, inspect, extra_env=None, steps=120):
-    """Runs the job; calls inspect() once every rank printed "done" (the job still registered),
-    then lets them leave. Returns each rank's output lines."""
+def run_job(endpoint, job, tmp_path, inspect, extra_env=None, steps=120, ask_at=None):
+    """Runs the job (TUTTI_AUTOTUNE=1 unless `ask_at`: then rank 0 asks for set [0, 1] to be
+    tuned at that step); calls inspect() once every rank printed "done" (the job still
+    registered), then lets them leave. Returns each rank's output lines."""
     ranks = []
     for rank in range(3):
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
                    TUTTI_LIBRARY=os.path.join(BUILD, "libtutti.so"), TUTTI_COORDINATOR=endpoint,
                    TUTTI_JOB=job, TUTTI_TOKEN="t", TUTTI_RANK=str(rank), TUTTI_SIZE="3",
-                   TUTTI_AUTOTUNE="1", TUTTI_TIMEOUT_MS="120000", **(extra_env or {}))
+                   TUTTI_TIMEOUT_MS="120000", **(extra_env or {}))
+        if ask_at is None:
+            env["TUTTI_AUTOTUNE"] = "1"
+        ask = [] if ask_at is None else [str(ask_at)]
         ranks.append(subprocess.Popen(
-            [sys.executable, WORKER, str(steps), str(tmp_path / f"{job}.{rank}.json")], env=env,
+            [sys.executable, WORKER, str(steps), str(tmp_path / f"{job}.{rank}.json")] + ask,
+            env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outputs = []
     try:
@@ -52,10 +57,10 @@ def run_job(endpoint, job, tmp_path, inspect, extra_env=None, steps=120):
     return outputs
 
 
-def set_zero(url, job):
+def set_status(url, job, set_id=0):
     with urllib.request.urlopen(f"{url}/status.json?job={job}", timeout=30) as response:
         entry = json.loads(response.read())
-    return next(s for s in entry["process_sets"] if s["id"] == 0)
+    return next(s for s in entry["process_sets"] if s["id"] == set_id)
 
 
 def test_every_member_runs_the_tuned_values_and_the_tuner_converges(tmp_path, tuttid_factory):
@@ -63,7 +68,7 @@ def test_every_member_runs_the_tuned_values_and_the_tuner_converges(tmp_path, tu
     seen, page = {}, []
 
     def inspect():
-        seen.update(set_zero(t.url, "tuned"))
+        seen.update(set_status(t.url, "tuned"))
         with urllib.request.urlopen(f"{t.url}/job/tuned/set/0", timeout=30) as response:
             page.append(response.read().decode())
     outputs = run_job(t.endpoint, "tuned", tmp_path, inspect)
@@ -73,7 +78,7 @@ def test_every_member_runs_the_tuned_values_and_the_tuner_converges(tmp_path, tu
     assert ran[0] == ran[1] == ran[2]
     algorithms = {line.split()[-1] for line in ran[0]}
     assert algorithms >= {"direct", "ring"}, algorithms  # the cut-off trials changed the choice
-    fused = {line.split()[1] for line in ran[0]}
+    fused = {line.split()[2] for line in ran[0]}
     assert "small" in fused and any("+" in f for f in fused), fused  # so did the fusion trials
     tune = seen["autotune"]
     assert tune["state"] == "converged"
@@ -111,7 +116,7 @@ def test_a_pinned_setting_is_never_tuned_and_the_cut_off_trials_reach_every_memb
     t = tuttid_factory(*TRIALS, http=True)
     seen = {}
     outputs = run_job(t.endpoint, "pinned", tmp_path,
-                      lambda: seen.update(set_zero(t.url, "pinned")),
+                      lambda: seen.update(set_status(t.url, "pinned")),
                       {"TUTTI_FUSION_THRESHOLD": "0"}, steps=80)
     tune = seen["autotune"]
     assert tune["pinned"] == ["fusion_threshold"] and tune["state"] == "converged"
@@ -121,8 +126,46 @@ def test_a_pinned_setting_is_never_tuned_and_the_cut_off_trials_reach_every_memb
     assert ran[0] == ran[1] == ran[2]
     by_tensor = {}
     for line in ran[0]:
-        _, tensor, algorithm = line.split()
+        _, _, tensor, algorithm = line.split()
         by_tensor.setdefault(tensor, set()).add(algorithm)
     assert by_tensor["small"] == {"direct", "ring"}, by_tensor  # cut-offs 0 and 4 KiB tried
     assert by_tensor["mid"] == {"direct", "ring"}, by_tensor    # 64 and 256 KiB tried
     assert by_tensor["big"] == {"ring"}, by_tensor
+
+
+def test_one_member_asks_to_tune_one_set_and_only_that_set_is_tuned(tmp_path, tuttid_factory):
+    # No TUTTI_AUTOTUNE: rank 0 asks at step 40 through the API (tutti_process_set_autotune), by
+    # when tuttid has long put the set on its members' fast path. The world is left alone.
+    t = tuttid_factory(*TRIALS, http=True)
+    seen = {}
+
+    def inspect():
+        seen["world"] = set_status(t.url, "asked", 0)
+        seen["pair"] = set_status(t.url, "asked", 1)
+    outputs = run_job(t.endpoint, "asked", tmp_path, inspect, steps=160, ask_at=40)
+    assert all(lines[-1] == "autotune job ok" for lines in outputs), outputs
+    # The ask left the fast path it was on; the tuner ran its 16 trials and converged.
+    grants = [line for line in outputs[0] if line.startswith("grants before the ask")]
+    assert len(grants) == 1 and int(grants[0].split()[-1]) >= 1, outputs[0]
+    tune = seen["pair"]["autotune"]
+    assert tune["state"] == "converged" and len(tune["trials"]) == 16, tune
+    assert {trial["scored_by"] for trial in tune["trials"]} == {"execution time"}, tune
+    assert "autotune" not in seen["world"], seen["world"]
+    logged = re.findall(r"job 'asked' set (\d+): autotune trial", t.stderr())
+    assert logged == ["1"] * 16, t.stderr()[-3000:]
+    assert "job 'asked' set 1: autotuning asked by rank 0" in t.stderr()
+    # The members ran the pair's collectives alike, fused and cut off as the trials had it; the
+    # world's (untuned: 1 MiB fusion, 16 KiB cut-off) alike on all three.
+    ran = [[line.split()[1:] for line in lines if line.startswith("ran ")] for lines in outputs]
+    pair = [[r for r in ran[rank] if r[0] == "1"] for rank in range(2)]
+    assert pair[0] == pair[1] and len(pair[0]) >= 160, pair[0][:5]
+    assert {r[2] for r in pair[0]} >= {"direct", "ring"}
+    world = [[r for r in ran[rank] if r[0] == "0"] for rank in range(3)]
+    assert world[0] == world[1] == world[2]
+    for _, tensors, algorithm in world[0]:  # the built-in values: 16 KiB cut-off, 1 MiB fusion
+        assert algorithm == ("direct" if tensors == "small" else "ring"), world[0]
+        assert tensors == "big" or "big" not in tensors, world[0]
+    # The errors a caller can make, with their exact class and message.
+    assert "refused NotAMemberError: rank 2 is not a member of process set 1" in outputs[2]
+    assert ("unknown UnknownSetError: process set 77 is unknown to rank 0 (add it on this rank "
+            "first)") in outputs[0], outputs[0]

@@ -19,7 +19,7 @@ def run_tuttid(*args, env=None, timeout=30):
 def test_version_and_help():
     result = run_tuttid("--version")
     assert result.returncode == 0
-    assert result.stdout.strip() == "tuttid 0.12.0 (protocol 7)"
+    assert result.stdout.strip() == "tuttid 0.13.0 (protocol 7)"
     result = run_tuttid("--help")
     assert result.returncode == 0
     for flag in ("--config", "--http", "--curve-secret-key-file", "--curve-clients",

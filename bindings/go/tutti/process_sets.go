@@ -98,6 +98,16 @@ func (s *ProcessSet) Remove(ctx context.Context) error {
 	})
 }
 
+// Autotune tunes the set's fusion threshold and algorithm cut-offs by the measured speed of its
+// own collectives (docs/autotune.md). One member's call is enough; it returns at once.
+func (s *ProcessSet) Autotune() error {
+	return s.rt.with(func(raw C.tutti_runtime_t) error {
+		return call(func() C.tutti_status_t {
+			return C.tutti_process_set_autotune(raw, C.int32_t(s.id))
+		})
+	})
+}
+
 // own refuses a set of another runtime, whose id would name an unrelated set here.
 func (r *Runtime) own(s *ProcessSet) (C.int32_t, error) {
 	if s == nil {

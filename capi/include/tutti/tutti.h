@@ -30,7 +30,7 @@ extern "C" {
 
 /* ---- versions ------------------------------------------------------------------------------ */
 #define TUTTI_VERSION_MAJOR 0
-#define TUTTI_VERSION_MINOR 12
+#define TUTTI_VERSION_MINOR 13
 #define TUTTI_VERSION_PATCH 0
 #define TUTTI_MAKE_VERSION(major, minor, patch) ((major) * 10000 + (minor) * 100 + (patch))
 #define TUTTI_VERSION TUTTI_MAKE_VERSION(TUTTI_VERSION_MAJOR, TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH)
@@ -293,6 +293,14 @@ TUTTI_API tutti_status_t tutti_process_set_remove(tutti_runtime_t runtime, int32
 
 TUTTI_API tutti_status_t tutti_process_set_size(tutti_runtime_t runtime, int32_t set_id,
                                                 int32_t* size);
+
+/* Tunes this set's fusion threshold and algorithm cut-offs by the measured speed of its own
+ * collectives (docs/autotune.md), as TUTTI_AUTOTUNE=1 does for every set of the job. One
+ * member's call is enough (others may call it too); it returns at once, and tuttid applies each
+ * trial's values at one sequence number on every member, from the set's next collectives on.
+ * Values a rank pinned (TUTTI_FUSION_THRESHOLD, ...) are never varied. TUTTI_ERR_NOT_A_MEMBER
+ * on a non-member, TUTTI_ERR_UNKNOWN_SET on a set this rank does not know. Since 0.13. */
+TUTTI_API tutti_status_t tutti_process_set_autotune(tutti_runtime_t runtime, int32_t set_id);
 /* Copies up to `capacity` sorted global ranks; `*count` is the set's size. */
 TUTTI_API tutti_status_t tutti_process_set_ranks(tutti_runtime_t runtime, int32_t set_id,
                                                  int32_t* ranks, int32_t capacity, int32_t* count);

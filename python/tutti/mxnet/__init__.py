@@ -18,8 +18,8 @@ except ImportError as error:
                       "mxnet==1.9.1 'numpy<1.24')") from error
 
 import tutti as _tutti
-from tutti._process_sets import (ProcessSet, add_process_set, global_process_set,  # noqa: F401
-                                 init, remove_process_set, shutdown)
+from tutti._process_sets import (ProcessSet, add_process_set, autotune,  # noqa: F401
+                                 global_process_set, init, remove_process_set, shutdown)
 from tutti.errors import (HorovodInternalError, InvalidArgumentError, MismatchError,  # noqa: F401
                           NotAMemberError, TuttiError, UnsupportedError)
 

@@ -27,8 +27,8 @@ from .ops import (Adasum, Average, Max, Min, Product, Sum, allgather_async,  # n
                   grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_,
                   grouped_reducescatter_async, join, poll, recv, reducescatter_async, send,
                   sparse_allreduce_async, synchronize)
-from .process_sets import (ProcessSet, add_process_set, global_process_set,  # noqa: F401
-                           remove_process_set)
+from .process_sets import (ProcessSet, add_process_set, autotune,  # noqa: F401
+                           global_process_set, remove_process_set)
 from .state import (allgather_object, broadcast_object, broadcast_optimizer_state,  # noqa: F401
                     broadcast_parameters)
 

@@ -108,6 +108,14 @@ global_process_set = ProcessSet([])
 global_process_set.process_set_id = 0
 
 
+def autotune(process_set=global_process_set):
+    """tutti's own (Horovod tunes the whole job only, with HOROVOD_AUTOTUNE): tunes this set's
+    fusion threshold and algorithm cut-offs by the measured speed of its own collectives
+    (docs/autotune.md). One member's call is enough and returns at once; every member switches
+    values at the same collective. NotAMemberError on a non-member."""
+    _tutti.process_set_autotune(process_set._id())
+
+
 def set_id(process_set):
     """The C id of a ProcessSet (or of an int id, as tutti's own API takes them)."""
     if process_set is None:

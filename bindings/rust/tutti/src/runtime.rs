@@ -249,6 +249,12 @@ impl<'rt> ProcessSet<'rt> {
         Ok(rank)
     }
 
+    /// Tunes the set's fusion threshold and algorithm cut-offs by the measured speed of its own
+    /// collectives (docs/autotune.md). One member's call is enough; it returns at once.
+    pub fn autotune(&self) -> Result<()> {
+        check(unsafe { sys::tutti_process_set_autotune(self.runtime.raw, self.id) })
+    }
+
     /// Removes the set: collective over its members, like adding it; returns at once on others.
     pub fn remove(self, timeout: Option<Duration>) -> Result<()> {
         check(unsafe { sys::tutti_process_set_remove(self.runtime.raw, self.id, millis(timeout, 0)) })
