@@ -136,7 +136,7 @@ Status SealedChannel::ReadRecordParts(char* data, size_t len, bool* got) {
   return Status::Ok();
 }
 
-Status SealedChannel::FinishRecord(char* data, size_t len, size_t* moved) {
+Status SealedChannel::FinishRecord(char* data, size_t* moved) {
   char* body = direct_ ? data : staged_.data();
   if (!opener_->Open(in_header_, body, payload_, in_tag_)) return failed_ = Tampered(opener_->sequence());
   if (direct_) {
@@ -145,7 +145,6 @@ Status SealedChannel::FinishRecord(char* data, size_t len, size_t* moved) {
     plain_ = 0;
     plain_left_ = payload_;
   }
-  (void)len;
   // The next record starts with what arrived of its header.
   std::memcpy(in_header_, next_header_, kRecordHeaderBytes);
   head_ = next_head_;
@@ -170,7 +169,7 @@ Status SealedChannel::TryRecv(char* data, size_t len, size_t* moved) {
     }
     if (RecordWhole()) {
       const size_t before = *moved;
-      TUTTI_RETURN_IF_ERROR(FinishRecord(data, len, moved));
+      TUTTI_RETURN_IF_ERROR(FinishRecord(data, moved));
       data += *moved - before;
       len -= *moved - before;
       continue;

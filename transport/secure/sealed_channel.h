@@ -40,7 +40,7 @@ class SealedChannel : public Channel {
   Status ReadRecordParts(char* data, size_t len, bool* got);
   // The current record is whole: opens it; a direct one counts as moved, a staged one waits to be
   // handed out.
-  Status FinishRecord(char* data, size_t len, size_t* moved);
+  Status FinishRecord(char* data, size_t* moved);
   bool RecordWhole() const {
     return head_ == kRecordHeaderBytes && body_ == payload_ && tag_ == kRecordTagBytes;
   }
