@@ -10,7 +10,9 @@
 #
 #   sudo bench/multihost.sh            # as root; about 5 minutes on 2 cores
 # Environment: BUILD (build), HOSTS ("2 4"), LINKS ("10gbit:50us 1gbit:0us", rate:delay),
-# SIZES (bytes, comma-separated), MPI_BTL (tcp,self), PEERS (../shared/bench-peers),
+# SIZES (bytes, comma-separated), VARIANTS ("flat hier mpi"; also flat-integrity and
+# flat-encrypt: the flat ring with TUTTI_DATA_SECURITY, docs/security.md), MPI_BTL (tcp,self),
+# PEERS (../shared/bench-peers),
 # B (/tmp/tutti-peers: where mpi_allreduce is built), WORK (/tmp/tutti-multihost: raw output),
 # DOCS (docs/bench: where the table and plot go).
 set -euo pipefail
@@ -20,6 +22,7 @@ BUILD=${BUILD:-build}
 HOSTS=${HOSTS:-"2 4"}
 LINKS=${LINKS:-"10gbit:50us 1gbit:0us"}
 SIZES=${SIZES:-65536,1048576,16777216,67108864}
+VARIANTS=${VARIANTS:-"flat hier mpi"}
 MPI_BTL=${MPI_BTL:-tcp,self}
 PEERS=${PEERS:-$ROOT/../shared/bench-peers}
 B=${B:-/tmp/tutti-peers}
@@ -122,12 +125,13 @@ cpu_busy() {
 record() { grep "^RESULT," "$4" | sed "s|^|$1,$2,$3,|" >>"$RAW" || true; }
 
 run_tutti() {
-  local link=$1 hosts=$2 mode=$3 label=$4 endpoint=$5
+  local link=$1 hosts=$2 mode=$3 label=$4 endpoint=$5 security=${6:-off}
   local n=$((hosts * PER_HOST)) out=$WORK/$label-$link-$hosts.out pids=()
   cpu_sample; local before=$SAMPLE
   for r in $(seq 0 $((n - 1))); do
     env TUTTI_COORDINATOR="$endpoint" TUTTI_JOB="$label-$link-$hosts-$$" TUTTI_TOKEN=bench \
       TUTTI_RANK=$r TUTTI_SIZE=$n TUTTI_HIERARCHICAL=$mode TUTTI_TIMEOUT_MS=120000 \
+      TUTTI_DATA_SECURITY=$security \
       "$NSRUN" $((r / PER_HOST)) "$ROOT/$BUILD/bench/allreduce_bench" --label "$label" \
       --sizes "$SIZES" --no-step >"$( [ $r = 0 ] && echo "$out" || echo /dev/null)" 2>>"$WORK/tutti.err" &
     pids+=($!)
@@ -168,9 +172,16 @@ for link_spec in $LINKS; do
     tuttid=$!
     for _ in $(seq 100); do grep -q 'tuttid listening on ' "$WORK/tuttid.out" && break; sleep 0.1; done
     endpoint=$(sed -n 's/.*tuttid listening on //p' "$WORK/tuttid.out" | head -1)
-    run_tutti "$link" "$hosts" 0 tutti-flat "$endpoint"
-    run_tutti "$link" "$hosts" 1 tutti-hier "$endpoint"
-    run_mpi "$link" "$hosts"
+    for variant in $VARIANTS; do
+      case $variant in
+        flat) run_tutti "$link" "$hosts" 0 tutti-flat "$endpoint" ;;
+        hier) run_tutti "$link" "$hosts" 1 tutti-hier "$endpoint" ;;
+        flat-integrity|flat-encrypt)
+          run_tutti "$link" "$hosts" 0 "tutti-$variant" "$endpoint" "${variant#flat-}" ;;
+        mpi) run_mpi "$link" "$hosts" ;;
+        *) echo "multihost.sh: unknown variant $variant" >&2; exit 2 ;;
+      esac
+    done
     kill $tuttid; wait $tuttid 2>/dev/null || true
     teardown
   done
