@@ -42,13 +42,13 @@ _HOROVOD_ENV = {"HOROVOD_FUSION_THRESHOLD": "TUTTI_FUSION_THRESHOLD",
                 "HOROVOD_TIMELINE": "TUTTI_TIMELINE",
                 "HOROVOD_STALL_CHECK_TIME_SECONDS": "TUTTI_STALL_WARNING_SECONDS",
                 "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "TUTTI_STALL_SHUTDOWN_SECONDS",
-                "HOROVOD_LOG_LEVEL": "TUTTI_LOG_LEVEL"}
+                "HOROVOD_LOG_LEVEL": "TUTTI_LOG_LEVEL",
+                # Every set of the job tuned, each on its own (docs/autotune.md).
+                "HOROVOD_AUTOTUNE": "TUTTI_AUTOTUNE"}
 # Horovod switches tutti has no counterpart for: set to anything but their default, init refuses
 # them rather than run differently from what the script asked for.
 _HOROVOD_REFUSED = {
     "HOROVOD_TIMELINE_MARK_CYCLES": ("0", "tutti's timeline has no cycle markers"),
-    "HOROVOD_AUTOTUNE": ("0", "tutti has no autotuner; set TUTTI_FUSION_THRESHOLD and "
-                              "TUTTI_CYCLE_TIME_MS"),
     "HOROVOD_HIERARCHICAL_ALLREDUCE": ("0", "tutti chooses shared memory within a host itself "
                                             "(docs/transports.md)"),
     "HOROVOD_HIERARCHICAL_ALLGATHER": ("0", "tutti chooses shared memory within a host itself "

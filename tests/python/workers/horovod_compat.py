@@ -135,15 +135,23 @@ def horovod_environment_is_read_or_refused():
     # and HOROVOD_CYCLE_TIME=2.5.
     assert os.environ["TUTTI_FUSION_THRESHOLD"] == "12345"
     assert os.environ["TUTTI_CYCLE_TIME_MS"] == "2.5"
-    hvd.shutdown()
+    # HOROVOD_AUTOTUNE turns tutti's per-set autotuning on (read, not refused).
     os.environ["HOROVOD_AUTOTUNE"] = "1"
     try:
-        expect(NotImplementedError, hvd.init,
-               "HOROVOD_AUTOTUNE=1 is not supported: tutti has no autotuner; set "
-               "TUTTI_FUSION_THRESHOLD and TUTTI_CYCLE_TIME_MS")
-        assert not hvd.is_initialized()
+        hvd._read_horovod_environment()
+        assert os.environ["TUTTI_AUTOTUNE"] == "1"
     finally:
         del os.environ["HOROVOD_AUTOTUNE"]
+        os.environ.pop("TUTTI_AUTOTUNE", None)
+    hvd.shutdown()
+    os.environ["HOROVOD_TIMELINE_MARK_CYCLES"] = "1"
+    try:
+        expect(NotImplementedError, hvd.init,
+               "HOROVOD_TIMELINE_MARK_CYCLES=1 is not supported: tutti's timeline has no cycle "
+               "markers")
+        assert not hvd.is_initialized()
+    finally:
+        del os.environ["HOROVOD_TIMELINE_MARK_CYCLES"]
         hvd.init()
 
 
