@@ -62,6 +62,7 @@ Status Runtime::RemoveProcessSet(int32_t set_id, int64_t timeout_ms) {
       lane = std::move(it->second);
       lanes_.erase(it);
     }
+    tuning_.erase(set_id);
   }
   lane.reset();  // its stream ended: the coordinator released nothing after the removal
   comm_ids_.DropSet(set_id);

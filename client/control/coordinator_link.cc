@@ -135,9 +135,17 @@ void CoordinatorLink::EnterEpoch(uint64_t membership_epoch, const std::vector<in
     for (int32_t id : changed_sets) {
       announced_.DropSet(id);
       fast_.Leave(id);  // the set's next incarnation starts with tuttid
+      // tuttid drops what was sent in the earlier epoch: an ask not yet taken up goes again.
+      auto unconfirmed = autotune_unconfirmed_.find(id);
+      if (unconfirmed != autotune_unconfirmed_.end()) {
+        unconfirmed->second = false;
+        if (announced_.empty()) first_queued_ = transport::Clock::now();
+        announced_.AskAutotune(id);
+      }
     }
   }
   fast_cv_.notify_all();
+  Wake();
 }
 
 void CoordinatorLink::SendPeerReport(int32_t set_id, int32_t rank, uint64_t incarnation_epoch,

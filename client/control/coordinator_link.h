@@ -116,8 +116,9 @@ class CoordinatorLink {
   // next SetTensors. Off the fast path that is a SetTensors of its own; on it, the rank wants
   // tuttid (FastPathWantSlow: true, and the caller wakes the lane) and the ask goes with the
   // exit. Until an Execute of the set carries tuning values the ask stands: a grant tuttid sent
-  // before it heard the ask is left again at once, and the exit asks again. Asked sets are
-  // asked again of a new HA leader.
+  // before it heard the ask is left again at once, and the exit asks again; an ask an elastic
+  // re-formation dropped is queued again. Asked sets are asked again of a new HA leader (which
+  // tunes them afresh).
   bool AskAutotune(int32_t set_id);
   Status AwaitOffFastPath(int32_t set_id, transport::Deadline deadline);
   // A tensor was refused; or a set is gone: their cache state goes.
@@ -210,8 +211,14 @@ class CoordinatorLink {
   std::vector<std::string> outbox_;                           // encoded frames
   AnnounceCache announced_;
   FastPathBook fast_;
-  std::set<int32_t> autotune_asked_;        // every set this rank asked to tune
-  std::set<int32_t> autotune_unconfirmed_;  // those no Execute carried tuning values for yet
+  std::set<int32_t> autotune_asked_;  // every set this rank asked to tune
+  // Those no Execute carried tuning values for yet; true once a fast-path exit carried the ask
+  // (tuttid reads an exit before it can grant again, so a later grant without tuning values
+  // means a tuttid that does not know the ask: AskWhenGranted gives up).
+  std::map<int32_t, bool> autotune_unconfirmed_;
+  // A grant of `set_id` arrived: whether the set must leave it at once to ask again. Caller
+  // holds mu_.
+  bool AskWhenGranted(int32_t set_id);
   std::condition_variable fast_cv_;  // notified when a set leaves its fast path
   transport::Clock::time_point first_queued_;  // when the oldest queued announcement came
   std::optional<std::promise<Answer>> registration_;

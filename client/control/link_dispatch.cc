@@ -127,7 +127,7 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
           }
           // Granted before tuttid heard this rank's autotuning ask: leave at the first round
           // (the lane is woken by this Execute), asking again with the exit.
-          if (autotune_unconfirmed_.count(set_id)) fast_.WantSlow(set_id);
+          if (AskWhenGranted(set_id)) fast_.WantSlow(set_id);
         }
       }
       if (!status.ok()) return Die(status);

@@ -163,7 +163,7 @@ void CoordinatorLink::OnResumed() {
       announced_.Requeue(set_id);
     }
     for (int32_t set_id : autotune_asked_) {
-      autotune_unconfirmed_.insert(set_id);
+      autotune_unconfirmed_[set_id] = false;
       if (!fast_.on(set_id)) announced_.AskAutotune(set_id);
     }
   }

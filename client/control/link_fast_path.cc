@@ -5,6 +5,8 @@
 // CoordinatorLink::Announce.
 #include "client/control/coordinator_link.h"
 
+#include "client/exec/log.h"
+
 namespace tutti::client {
 
 FastPathInput CoordinatorLink::FastPathInputOf(int32_t set_id) {
@@ -30,7 +32,11 @@ void CoordinatorLink::FastPathLeave(int32_t set_id, uint64_t generation, uint64_
     if (generation == 0 || fast_.generation(set_id) != generation) return;
     if (announced_.empty()) first_queued_ = transport::Clock::now();
     announced_.MarkExit(set_id, generation, rounds);
-    if (autotune_unconfirmed_.count(set_id)) announced_.AskAutotune(set_id);
+    auto unconfirmed = autotune_unconfirmed_.find(set_id);
+    if (unconfirmed != autotune_unconfirmed_.end()) {
+      announced_.AskAutotune(set_id);
+      unconfirmed->second = true;
+    }
     // In submission order, as bits where the cache still holds them: tuttid negotiates them as
     // if they had just been submitted.
     for (auto& submitted : fast_.Leave(set_id)) announced_.Add(set_id, std::move(submitted.spec));
@@ -62,7 +68,7 @@ bool CoordinatorLink::AskAutotune(int32_t set_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     autotune_asked_.insert(set_id);
-    autotune_unconfirmed_.insert(set_id);
+    autotune_unconfirmed_.emplace(set_id, false);
     if (fast_.on(set_id)) {
       fast_.WantSlow(set_id);
       return true;
@@ -71,6 +77,20 @@ bool CoordinatorLink::AskAutotune(int32_t set_id) {
     announced_.AskAutotune(set_id);
   }
   Wake();
+  return false;
+}
+
+bool CoordinatorLink::AskWhenGranted(int32_t set_id) {
+  auto unconfirmed = autotune_unconfirmed_.find(set_id);
+  if (unconfirmed == autotune_unconfirmed_.end()) return false;
+  if (!unconfirmed->second) return true;  // granted before tuttid read the ask
+  // An exit carried the ask and tuttid granted again without tuning values: it does not know
+  // the ask (a 0.12 tuttid speaks this protocol too). Leaving every grant would cost a round per
+  // step for nothing.
+  autotune_unconfirmed_.erase(unconfirmed);
+  Log().warn("process set {}: tuttid at {} did not take up the autotuning ask "
+             "(tutti_process_set_autotune needs tuttid 0.13 or later); the set is not tuned",
+             set_id, endpoint_);
   return false;
 }
 

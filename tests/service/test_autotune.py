@@ -134,37 +134,46 @@ def test_a_pinned_setting_is_never_tuned_and_the_cut_off_trials_reach_every_memb
 
 
 def test_one_member_asks_to_tune_one_set_and_only_that_set_is_tuned(tmp_path, tuttid_factory):
-    # No TUTTI_AUTOTUNE: rank 0 asks at step 40 through the API (tutti_process_set_autotune), by
-    # when tuttid has long put the set on its members' fast path. The world is left alone.
+    # No TUTTI_AUTOTUNE: rank 0 asks through the API (tutti_process_set_autotune) once tuttid
+    # has put the set on its members' fast path. The world is left alone. Fusion is pinned off,
+    # so that which algorithm a tensor ran with tells which small-allreduce cut-off was in effect
+    # (as in the test above).
     t = tuttid_factory(*TRIALS, http=True)
     seen = {}
 
     def inspect():
         seen["world"] = set_status(t.url, "asked", 0)
         seen["pair"] = set_status(t.url, "asked", 1)
-    outputs = run_job(t.endpoint, "asked", tmp_path, inspect, steps=160, ask_at=40)
+    outputs = run_job(t.endpoint, "asked", tmp_path, inspect, {"TUTTI_FUSION_THRESHOLD": "0"},
+                      steps=260, ask_at=40)
     assert all(lines[-1] == "autotune job ok" for lines in outputs), outputs
     # The ask left the fast path it was on; the tuner ran its 16 trials and converged.
     grants = [line for line in outputs[0] if line.startswith("grants before the ask")]
     assert len(grants) == 1 and int(grants[0].split()[-1]) >= 1, outputs[0]
     tune = seen["pair"]["autotune"]
-    assert tune["state"] == "converged" and len(tune["trials"]) == 16, tune
+    assert tune["state"] == "converged" and len(tune["trials"]) == 1 + 4 + 3 + 3, tune
+    assert tune["pinned"] == ["fusion_threshold"], tune
     assert {trial["scored_by"] for trial in tune["trials"]} == {"execution time"}, tune
     assert "autotune" not in seen["world"], seen["world"]
     logged = re.findall(r"job 'asked' set (\d+): autotune trial", t.stderr())
-    assert logged == ["1"] * 16, t.stderr()[-3000:]
+    assert logged == ["1"] * 11, t.stderr()[-3000:]
     assert "job 'asked' set 1: autotuning asked by rank 0" in t.stderr()
-    # The members ran the pair's collectives alike, fused and cut off as the trials had it; the
-    # world's (untuned: 1 MiB fusion, 16 KiB cut-off) alike on all three.
+    # The members ran the pair's collectives alike, with the algorithms the cut-off trials chose:
+    # the 8 KiB tensor took the ring too (cut-offs "never" and 4 KiB) and the 64 KiB one the
+    # direct exchange too (64 and 256 KiB), which the built-in 16 KiB never does. The world,
+    # untuned, ran the built-in cut-off throughout, alike on all three ranks.
     ran = [[line.split()[1:] for line in lines if line.startswith("ran ")] for lines in outputs]
     pair = [[r for r in ran[rank] if r[0] == "1"] for rank in range(2)]
-    assert pair[0] == pair[1] and len(pair[0]) >= 160, pair[0][:5]
-    assert {r[2] for r in pair[0]} >= {"direct", "ring"}
+    assert pair[0] == pair[1] and len(pair[0]) == 3 * 260, len(pair[0])
+    by_tensor = {}
+    for _, tensor, algorithm in pair[0]:
+        by_tensor.setdefault(tensor, set()).add(algorithm)
+    assert by_tensor == {"small": {"direct", "ring"}, "mid": {"direct", "ring"},
+                         "big": {"ring"}}, by_tensor
     world = [[r for r in ran[rank] if r[0] == "0"] for rank in range(3)]
-    assert world[0] == world[1] == world[2]
-    for _, tensors, algorithm in world[0]:  # the built-in values: 16 KiB cut-off, 1 MiB fusion
-        assert algorithm == ("direct" if tensors == "small" else "ring"), world[0]
-        assert tensors == "big" or "big" not in tensors, world[0]
+    assert world[0] == world[1] == world[2] and len(world[0]) == 3 * 260
+    for _, tensor, algorithm in world[0]:
+        assert algorithm == ("direct" if tensor == "small" else "ring"), world[0]
     # The errors a caller can make, with their exact class and message.
     assert "refused NotAMemberError: rank 2 is not a member of process set 1" in outputs[2]
     assert ("unknown UnknownSetError: process set 77 is unknown to rank 0 (add it on this rank "

@@ -113,7 +113,7 @@ def autotune(process_set=global_process_set):
     fusion threshold and algorithm cut-offs by the measured speed of its own collectives
     (docs/autotune.md). One member's call is enough and returns at once; every member switches
     values at the same collective. NotAMemberError on a non-member."""
-    _tutti.process_set_autotune(process_set._id())
+    _tutti.process_set_autotune(set_id(process_set))
 
 
 def set_id(process_set):

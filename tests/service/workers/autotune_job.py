@@ -5,10 +5,11 @@ the test can compare the members. Prints "done", waits for a line on stdin, leav
 "autotune job ok".
 
 With ASK (the third argument) the job also adds the set of ranks 0 and 1, whose members run the
-same three tensors on it each step, and at step ASK rank 0 asks for it to be tuned
-(tutti.process_set_autotune) while rank 2, no member, tries and prints "refused <class>:
-<message>"; rank 0 first prints "grants before the ask <n>" (tuttid's fast-path grants of the
-set) and then "unknown <class>: <message>" for a set that does not exist.
+same three tensors on it each step. From step ASK on, rank 0 asks for it to be tuned
+(tutti.process_set_autotune) at the first step by which tuttid has put the set on its members'
+fast path (or 100 steps later), printing "grants before the ask <n>" (tuttid's fast-path grants
+of the set) and then "unknown <class>: <message>" for a set that does not exist; at step ASK
+rank 2, no member, tries and prints "refused <class>: <message>".
   python3 autotune_job.py STEPS TIMELINE [ASK]"""
 import json
 import sys
@@ -27,10 +28,14 @@ if ask_at is not None:
     sets[pair] = [0, 1]
 tutti.start_timeline(timeline)
 sizes = {"small": 2048, "mid": 16384, "big": 262144}
+asked = False
 for step in range(steps):
-    if step == ask_at and rank == 0:
-        print("grants before the ask", tutti.coordinator_counters(pair)["fast_path_grants"],
-              flush=True)
+    if ask_at is not None and step >= ask_at and rank == 0 and not asked:
+        grants = tutti.coordinator_counters(pair)["fast_path_grants"]
+        asked = grants > 0 or step >= ask_at + 100
+    if asked is True and rank == 0:
+        asked = "yes"
+        print("grants before the ask", grants, flush=True)
         tutti.process_set_autotune(pair)
         try:
             tutti.process_set_autotune(77)
