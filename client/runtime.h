@@ -160,6 +160,7 @@ class Runtime : private LinkListener, private FastPathPort {
   static Status ChannelOf(int32_t set_id, uint64_t epoch, int32_t* channel);
   void OnLinkDead(const Status& status) override;
   void OnFailover(bool resumed, const std::string& what) override;
+  void OnWarning(const std::string& what) override;
   // The members' fast path, for the lanes (runtime_fast_path.cc, docs/steady-state.md).
   FastPathInput Input(int32_t set_id) override;
   std::vector<std::vector<FusedPart>> Take(int32_t set_id, uint64_t generation,

@@ -117,6 +117,8 @@ void Runtime::OnRanksLost(const std::vector<int32_t>& lost_ranks, const Status& 
 
 void Runtime::OnLinkDead(const Status& status) { FailEverything(status); }
 
+void Runtime::OnWarning(const std::string& what) { Log().warn("{}", what); }
+
 void Runtime::OnFailover(bool resumed, const std::string& what) {
   if (resumed) Log().info("{}", what);
   else Log().warn("{}", what);

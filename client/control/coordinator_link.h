@@ -216,9 +216,9 @@ class CoordinatorLink {
   // (tuttid reads an exit before it can grant again, so a later grant without tuning values
   // means a tuttid that does not know the ask: AskWhenGranted gives up).
   std::map<int32_t, bool> autotune_unconfirmed_;
-  // A grant of `set_id` arrived: whether the set must leave it at once to ask again. Caller
-  // holds mu_.
-  bool AskWhenGranted(int32_t set_id);
+  // A grant of `set_id` arrived: whether the set must leave it at once to ask again; sets
+  // `warning` (for the listener, once the caller let go of mu_) when giving up. Caller holds mu_.
+  bool AskWhenGranted(int32_t set_id, std::string* warning);
   std::condition_variable fast_cv_;  // notified when a set leaves its fast path
   transport::Clock::time_point first_queued_;  // when the oldest queued announcement came
   std::optional<std::promise<Answer>> registration_;

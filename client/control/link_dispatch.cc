@@ -107,6 +107,7 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
     }
     case wire::Frame::kExecute: {
       Status status;
+      std::string warning;
       {
         std::lock_guard<std::mutex> lock(mu_);
         wire::Execute& execute = *frame.mutable_execute();
@@ -127,10 +128,11 @@ void CoordinatorLink::Dispatch(wire::Frame& frame) {
           }
           // Granted before tuttid heard this rank's autotuning ask: leave at the first round
           // (the lane is woken by this Execute), asking again with the exit.
-          if (AskWhenGranted(set_id)) fast_.WantSlow(set_id);
+          if (AskWhenGranted(set_id, &warning)) fast_.WantSlow(set_id);
         }
       }
       if (!status.ok()) return Die(status);
+      if (!warning.empty()) listener_->OnWarning(warning);
       listener_->OnExecute(*frame.mutable_execute());
       return;
     }

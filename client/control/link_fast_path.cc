@@ -5,8 +5,6 @@
 // CoordinatorLink::Announce.
 #include "client/control/coordinator_link.h"
 
-#include "client/exec/log.h"
-
 namespace tutti::client {
 
 FastPathInput CoordinatorLink::FastPathInputOf(int32_t set_id) {
@@ -80,7 +78,7 @@ bool CoordinatorLink::AskAutotune(int32_t set_id) {
   return false;
 }
 
-bool CoordinatorLink::AskWhenGranted(int32_t set_id) {
+bool CoordinatorLink::AskWhenGranted(int32_t set_id, std::string* warning) {
   auto unconfirmed = autotune_unconfirmed_.find(set_id);
   if (unconfirmed == autotune_unconfirmed_.end()) return false;
   if (!unconfirmed->second) return true;  // granted before tuttid read the ask
@@ -88,9 +86,9 @@ bool CoordinatorLink::AskWhenGranted(int32_t set_id) {
   // the ask (a 0.12 tuttid speaks this protocol too). Leaving every grant would cost a round per
   // step for nothing.
   autotune_unconfirmed_.erase(unconfirmed);
-  Log().warn("process set {}: tuttid at {} did not take up the autotuning ask "
-             "(tutti_process_set_autotune needs tuttid 0.13 or later); the set is not tuned",
-             set_id, endpoint_);
+  *warning = "process set " + std::to_string(set_id) + ": tuttid at " + endpoint_ +
+             " did not take up the autotuning ask (tutti_process_set_autotune needs tuttid 0.13 "
+             "or later); the set is not tuned";
   return false;
 }
 

@@ -40,6 +40,9 @@ class LinkListener {
   // group's leader (`resumed` false), or the job runs again under it (true). For the log only:
   // requests simply wait meanwhile.
   virtual void OnFailover(bool resumed, const std::string& what) = 0;
+  // Something the operator should read in the rank's log; nothing fails (a tuttid that did not
+  // take up an autotuning ask, say).
+  virtual void OnWarning(const std::string& what) = 0;
   // The link is dead for good (coordinator lost or stopping, this rank evicted, tuttid restarted,
   // a refused handshake): everything pending and everything later fails with `status`.
   virtual void OnLinkDead(const Status& status) = 0;

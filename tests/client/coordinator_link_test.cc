@@ -49,6 +49,7 @@ class RecordingListener : public LinkListener {
   void OnRanksWaiting(int32_t) override {}
   void OnCommId(int32_t, int32_t, const std::string&) override { Record([&] { ++comm_ids; }); }
   void OnLinkDead(const Status& status) override { Record([&] { dead.push_back(status); }); }
+  void OnWarning(const std::string&) override {}
   void OnFailover(bool resumed, const std::string&) override {
     Record([&] { (resumed ? resumptions : failovers) += 1; });
   }

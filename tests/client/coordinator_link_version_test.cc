@@ -30,6 +30,7 @@ class QuietListener : public LinkListener {
   void OnCommId(int32_t, int32_t, const std::string&) override {}
   void OnLinkDead(const Status&) override {}
   void OnFailover(bool, const std::string&) override {}
+  void OnWarning(const std::string&) override {}
 };
 
 // Registers one rank with a fake tuttid that answers `answer`, stamped `version`.
