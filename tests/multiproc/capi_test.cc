@@ -314,6 +314,15 @@ TEST(CApi, QueriesAndSetErrors) {
   EXPECT_EQ(LastError(), "the world process set (0) cannot be removed");
   EXPECT_EQ(tutti_process_set_remove(rt0, 42, 0), TUTTI_ERR_UNKNOWN_SET);
   EXPECT_EQ(LastError(), "process set 42 is unknown to rank 0 (add it on this rank first)");
+
+  // Autotuning one set: a member's ask is queued at once; others are told why not.
+  EXPECT_EQ(tutti_process_set_autotune(rt1, id1), TUTTI_OK) << LastError();
+  EXPECT_EQ(tutti_process_set_autotune(rt0, id0), TUTTI_ERR_NOT_A_MEMBER);
+  EXPECT_EQ(LastError(), "rank 0 is not a member of process set 1");
+  EXPECT_EQ(tutti_process_set_autotune(rt0, 42), TUTTI_ERR_UNKNOWN_SET);
+  EXPECT_EQ(LastError(), "process set 42 is unknown to rank 0 (add it on this rank first)");
+  EXPECT_EQ(tutti_process_set_autotune(nullptr, TUTTI_WORLD), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "runtime is NULL");
 }
 
 TEST(CApi, AllreduceArgumentErrors) {
