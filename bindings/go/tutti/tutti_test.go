@@ -168,6 +168,11 @@ func TestNonMemberGetsTheLibrarysStatusAndMessage(t *testing.T) {
 		pair, err := rt.AddProcessSet(ctx, []int{0, 1})
 		must(t, err)
 		data := []float32{1, 1}
+		if rank < 2 {
+			must(t, pair.Autotune())
+		} else if err := pair.Autotune(); err == nil || err.Error() != "TUTTI_ERR_NOT_A_MEMBER: rank 2 is not a member of process set 1" {
+			t.Errorf("Autotune on a non-member: %v", err)
+		}
 		err = rt.Allreduce(ctx, "x", pair, data)
 		if rank < 2 {
 			must(t, err)

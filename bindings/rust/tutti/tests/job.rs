@@ -79,7 +79,9 @@ fn a_non_member_gets_not_a_member_with_the_library_message() {
             assert_eq!(error.status(), -3);
             assert_eq!(pair.rank().unwrap_err(), Error::NotAMember("rank 2 is not a member of process set 1".into()));
             assert!(!pair.includes_me().unwrap());
+            assert_eq!(pair.autotune().unwrap_err(), Error::NotAMember("rank 2 is not a member of process set 1".into()));
         } else {
+            pair.autotune().unwrap();
             rt.allreduce("x", pair, &mut data, Op::Sum).unwrap();
             assert_eq!(data, [2.0; 4]);
         }
