@@ -101,7 +101,12 @@ Status Runtime::AutotuneProcessSet(int32_t set_id) {
   }
   // On the fast path tuttid sees nothing to measure: the lane leaves it and the exit asks.
   if (link_->AskAutotune(set_id)) WakeLane(set_id);
-  return Status::Ok();
+  // A removal on another thread marks the set removed before it makes the link forget it: if the
+  // set is gone now, the removal may have forgotten it before the ask arrived, so forget it again
+  // (ForgetSet is idempotent) and say why, instead of leaving the ask behind for a dead id.
+  Status still = sets_.CheckMember(set_id);
+  if (!still.ok()) link_->ForgetSet(set_id);
+  return still;
 }
 
 Status Runtime::ProcessSetRanks(int32_t set_id, std::vector<int32_t>* ranks) const {

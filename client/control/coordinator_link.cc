@@ -19,10 +19,6 @@ constexpr int kLingerMs = 500;
 // How long one blocked send waits before the I/O thread checks whether the link died.
 constexpr int kSendWaitMs = 1000;
 
-// Client-side margin over a deadline the coordinator enforces itself, so that its precise error
-// (naming missing ranks) arrives before the client gives up on the coordinator.
-constexpr auto kCoordinatorGrace = std::chrono::seconds(5);
-
 // A routing id of the link's own, kept across reconnections: tuttid knows a rank that lost its
 // TCP connection (it was frozen, the network broke) when it comes back, and tells an evicted one
 // so, however long it was away (ZeroMQ would give a reconnection a fresh id). Random, so that no
@@ -229,89 +225,6 @@ Status CoordinatorLink::Register(const wire::Register& request, wire::Welcome* w
     lease_ = std::chrono::milliseconds(std::max<int64_t>(welcome->lease_ms(), 1));
   }
   Wake();  // the I/O thread starts heartbeating
-  return Status::Ok();
-}
-
-Status CoordinatorLink::Roundtrip(wire::Frame request, uint64_t request_id,
-                                  transport::Deadline deadline, wire::Frame* reply) {
-  std::future<Answer> answer;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return Status(Code::kShutDown, "the runtime is shutting down");
-    if (!dead_.ok()) return dead_;
-    answer = calls_[request_id].get_future();
-    outbox_.push_back(Stamp(request));
-  }
-  Wake();
-  if (answer.wait_until(deadline) != std::future_status::ready) {
-    std::lock_guard<std::mutex> lock(mu_);
-    calls_.erase(request_id);
-    return Status(Code::kCoordinatorLost,
-                  "coordinator lost: no answer from " + endpoint_ + " before the deadline");
-  }
-  Answer answered = answer.get();
-  TUTTI_RETURN_IF_ERROR(answered.local);  // the link died meanwhile
-  *reply = std::move(answered.frame);
-  return Status::Ok();
-}
-
-Status CoordinatorLink::SetCall(wire::Frame request, int64_t timeout_ms, wire::SetReply* reply) {
-  const uint64_t request_id = next_request_id_++;
-  auto stamp = [&](auto* change) {
-    change->set_request_id(request_id);
-    change->set_timeout_ms(timeout_ms);
-  };
-  switch (request.body_case()) {
-    case wire::Frame::kSetAdd: stamp(request.mutable_set_add()); break;
-    case wire::Frame::kSetRemove: stamp(request.mutable_set_remove()); break;
-    case wire::Frame::kJoin: stamp(request.mutable_join()); break;
-    default: return Status(Code::kInternal, "the coordinator link was asked for an unknown set change");
-  }
-  wire::Frame answer;
-  TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id,
-                                  transport::Clock::now() + std::chrono::milliseconds(timeout_ms) +
-                                      kCoordinatorGrace,
-                                  &answer));
-  *reply = std::move(*answer.mutable_set_reply());
-  return wire::StatusOf(*reply);
-}
-
-Status CoordinatorLink::AddSet(const std::vector<int32_t>& ranks, int64_t timeout_ms,
-                               int32_t* set_id, std::vector<int32_t>* members) {
-  wire::Frame frame;
-  frame.mutable_set_add()->mutable_ranks()->Add(ranks.begin(), ranks.end());
-  wire::SetReply reply;
-  TUTTI_RETURN_IF_ERROR(SetCall(std::move(frame), timeout_ms, &reply));
-  *set_id = reply.set().id();
-  members->assign(reply.set().ranks().begin(), reply.set().ranks().end());
-  return Status::Ok();
-}
-
-Status CoordinatorLink::RemoveSet(int32_t set_id, int64_t timeout_ms) {
-  wire::Frame frame;
-  frame.mutable_set_remove()->set_set_id(set_id);
-  wire::SetReply reply;
-  return SetCall(std::move(frame), timeout_ms, &reply);
-}
-
-Status CoordinatorLink::JoinSet(int32_t set_id, int64_t timeout_ms, int32_t* last_rank) {
-  wire::Frame frame;
-  frame.mutable_join()->set_set_id(set_id);
-  wire::SetReply reply;
-  TUTTI_RETURN_IF_ERROR(SetCall(std::move(frame), timeout_ms, &reply));
-  *last_rank = reply.last_rank();
-  return Status::Ok();
-}
-
-Status CoordinatorLink::QueryCounters(transport::Deadline deadline,
-                                      wire::CoordinatorCounters* counters, int32_t set_id) {
-  wire::Frame request;
-  const uint64_t request_id = next_request_id_++;
-  request.mutable_counters_query()->set_request_id(request_id);
-  request.mutable_counters_query()->set_set_id(set_id);
-  wire::Frame answer;
-  TUTTI_RETURN_IF_ERROR(Roundtrip(std::move(request), request_id, deadline, &answer));
-  *counters = answer.coordinator_counters();
   return Status::Ok();
 }
 

@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <future>
@@ -142,6 +143,10 @@ class CoordinatorLink {
   void EnterEpoch(uint64_t membership_epoch, const std::vector<int32_t>& changed_sets);
 
  private:
+  // Client-side margin over a deadline the coordinator enforces itself, so that its precise error
+  // (naming missing ranks) arrives before the client gives up on the coordinator.
+  static constexpr std::chrono::seconds kCoordinatorGrace{5};
+
   void Run();
   void Wake();
   // Encodes `frame` with this link's coordinator and membership epochs. Caller holds mu_.
