@@ -100,6 +100,7 @@ Status Runtime::Rendezvous() {
   request.set_elastic_timeout_ms(options_.elastic.timeout_ms);
   if (!options_.timeline.empty())
     TUTTI_RETURN_IF_ERROR(timeline_.Start(RankTimelinePath(options_.timeline, options_.rank)));
+  TUTTI_RETURN_IF_ERROR(autotune_log_.Open(options_.autotune_log));
   for (const auto& set : options_.static_sets)
     request.add_static_sets()->mutable_ranks()->Add(set.begin(), set.end());
   TUTTI_RETURN_IF_ERROR(link_->Register(request, &welcome_));

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "client/autotune_log.h"
 #include "client/control/comm_id_mailbox.h"
 #include "client/control/coordinator_link.h"
 #include "client/control/link_listener.h"
@@ -187,6 +188,7 @@ class Runtime : private LinkListener, private FastPathPort {
   std::map<int32_t, std::unique_ptr<SetCounters>> set_counters_;
   SetCounters* SetCountersOf(int32_t set_id);  // creates it; mu_ held
   Timeline timeline_;
+  AutotuneLog autotune_log_;  // written on the link's I/O thread only (OnExecute)
   std::unique_ptr<transport::Device> device_;
   wire::Welcome welcome_;
   // This rank's number on the wire: its rank in the first epoch, or the slot tuttid gave it when

@@ -36,9 +36,16 @@ void Runtime::OnExecute(wire::Execute& execute) {
     values.fusion_threshold = t.fusion_threshold();
     values.cutoffs.small_allreduce_bytes = static_cast<size_t>(std::max<int64_t>(t.small_allreduce_bytes(), 0));
     values.cutoffs.pipeline_bytes = static_cast<size_t>(std::max<int64_t>(t.pipeline_bytes(), 1));
-    std::lock_guard<std::mutex> lock(mu_);
-    tuning_[set_id] = values;
-    any_tuning_.store(true, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tuning_[set_id] = values;
+      any_tuning_.store(true, std::memory_order_release);
+    }
+    // The set's first member logs its trials; the others got the same rows.
+    std::vector<int32_t> members;
+    if (autotune_log_.on() && t.ended_size() > 0 && sets_.Ranks(set_id, &members).ok() &&
+        !members.empty() && members.front() == slot_)
+      autotune_log_.Write(set_id, t);
   }
   const AlgorithmCutoffs cutoffs = TuningOf(set_id).cutoffs;
   for (auto& response : *execute.mutable_responses()) {

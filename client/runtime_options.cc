@@ -164,6 +164,7 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   o.stall_warning_ms = StallMs(warning);
   o.stall_shutdown_ms = StallMs(shutdown);
   o.timeline = requested.timeline ? *requested.timeline : Env("TUTTI_TIMELINE").value_or("");
+  o.autotune_log = Env("TUTTI_AUTOTUNE_LOG").value_or("");
   o.transport = requested.transport ? *requested.transport : Env("TUTTI_TRANSPORT").value_or("auto");
   // A forced backend this process cannot use (ibverbs without an RDMA device) is refused here,
   // on every rank alike, before the coordinator is met.

@@ -70,6 +70,9 @@ struct RuntimeOptions {
   // For the coordinator's stall inspector: 0 = tuttid's default, < 0 = off.
   int64_t stall_warning_ms = 0, stall_shutdown_ms = 0;
   std::string timeline;  // this rank's timeline file, from the start; empty: none
+  // TUTTI_AUTOTUNE_LOG: CSV of the trials of the autotuned sets this rank is first in
+  // (client/autotune_log.h); empty: none.
+  std::string autotune_log;
   // "auto" or a data-plane backend's name (transport/route_planner.h): which backend carries
   // each pair; a forced backend that cannot reach a peer is an error, never a silent fallback.
   std::string transport = "auto";

@@ -9,6 +9,7 @@ returns the id of an already live set where Horovod raises ValueError. Registrat
 one runtime: shutdown() invalidates them (a later init starts again at id 1).
 """
 import tutti as _tutti
+from tutti import _horovod_env
 from .errors import InvalidArgumentError
 
 _live = {}  # id -> ProcessSet registered in this process's current runtime (not the world's)
@@ -96,6 +97,7 @@ def init(process_sets=None, **options):
     static = list(process_sets or [])
     if any(not isinstance(s, ProcessSet) for s in static):
         raise ValueError("process_sets must be a list of ProcessSet objects")
+    _horovod_env.read()
     _tutti.init(**options)
     world = list(range(_tutti.size()))
     _live.clear()

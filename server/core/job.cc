@@ -105,6 +105,7 @@ void Job::Apply(ProcessSetTable::Events& events, Outbox* out) {
     negotiators_.erase(it);
     set_stats_.erase(id);
     tuning_.erase(id);  // a set added again later is tuned afresh (if asked again)
+    trials_told_.erase(id);
     autotune_asked_.erase(id);
     // Joins waiting on the set can never complete now: they fail like its pending tensors (and
     // joins_ keeps only sets that have a negotiator, which Tick and Remove rely on).

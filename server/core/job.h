@@ -392,6 +392,7 @@ class Job {
   TuningValues job_tuning_;
   AutotuneOptions autotune_options_;
   std::map<int32_t, Autotuner> tuning_;  // by set, created at its first release
+  std::map<int32_t, size_t> trials_told_;  // by set: how many of its tuner's trials Executes carried
   // A member's report of its execution time under the set's trials (job_execute.cc).
   void ExecutedUnderTrials(int32_t rank, const wire::SetTensors& set, const Negotiator& negotiator);
   void LogTrialEnded(int32_t set_id, const Autotuner& tuner, uint32_t trials_before);

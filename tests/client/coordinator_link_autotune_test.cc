@@ -190,5 +190,59 @@ TEST(CoordinatorLinkAutotune, TheSameRelayKeepingTheAskGetsTheSetTunedWithoutAWa
   EXPECT_TRUE(heard.dead.empty());
 }
 
+// A rank whose link reports no execution times (no lanes here) leaves tuttid to score by the wall
+// clock, where a trial ends with the Execute that releases its last tensor: the search converges
+// while tuttid builds an Execute that already carries the last trial's values. Asked on the fast
+// path, the set comes back with cached tensors only, so that Execute would qualify for a grant;
+// it must not get one (the members would plan with the last trial's values for good). The next
+// Execute carries the chosen values, the converged period, and the grant. Every trial's result
+// reaches the members in order, the last marked converged, for TUTTI_AUTOTUNE_LOG.
+TEST(CoordinatorLinkAutotune, TheFastPathIsGrantedWithTheChosenValuesAndEveryTrialIsReported) {
+  server::CoordinatorOptions options = Options();
+  options.autotune_trial_tensors = 1;
+  options.autotune_trial_ms = 0;
+  options.autotune_warmup_tensors = 1;
+  InProcessCoordinator coordinator(options);
+  Rank rank(coordinator.endpoint());
+  AskOnTheFastPathAndLeave(rank, "autotune-wall-clock");
+  ASSERT_FALSE(HasFailure());
+  size_t before_ask;
+  {
+    std::lock_guard<std::mutex> lock(rank.listener.mu);
+    before_ask = rank.listener.executes.size();
+  }
+  ASSERT_NE(StepUntilGranted(rank, 200), 0u) << "the tuner never converged";
+
+  RecordingListener& heard = rank.listener;
+  std::lock_guard<std::mutex> lock(heard.mu);
+  const wire::Execute& grant = heard.executes.back();
+  ASSERT_TRUE(grant.has_tuning());
+  std::vector<wire::TrialResult> ended;
+  for (size_t i = before_ask; i < heard.executes.size(); ++i) {
+    const wire::Execute& execute = heard.executes[i];
+    EXPECT_TRUE(execute.has_tuning());
+    EXPECT_TRUE(&execute == &grant || execute.fast_path() == 0);
+    ended.insert(ended.end(), execute.tuning().ended().begin(), execute.tuning().ended().end());
+  }
+  // Nothing pinned: one trial of the starting values, each other value of the three grids, and
+  // three finalists again; the grant's period is one past the last.
+  ASSERT_EQ(ended.size(), 16u);
+  EXPECT_EQ(grant.tuning().trial(), 17u);
+  for (size_t i = 0; i < ended.size(); ++i) {
+    EXPECT_EQ(ended[i].trial(), i + 1);
+    EXPECT_FALSE(ended[i].own_time());
+    EXPECT_EQ(ended[i].confirmation(), i >= 13);
+    EXPECT_EQ(ended[i].converged(), i == 15);
+  }
+  EXPECT_TRUE(grant.tuning().ended_size() > 0 && grant.tuning().ended().rbegin()->converged());
+  // The chosen values are a finalist's (the starting ones among them).
+  bool a_finalist = false;
+  for (size_t i = 13; i < ended.size(); ++i)
+    a_finalist |= ended[i].fusion_threshold() == grant.tuning().fusion_threshold() &&
+                  ended[i].small_allreduce_bytes() == grant.tuning().small_allreduce_bytes() &&
+                  ended[i].pipeline_bytes() == grant.tuning().pipeline_bytes();
+  EXPECT_TRUE(a_finalist);
+}
+
 }  // namespace
 }  // namespace tutti::client

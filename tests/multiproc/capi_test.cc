@@ -181,6 +181,13 @@ TEST(CApi, FusionCacheStallAndTimelineOptionErrors) {
   EXPECT_EQ(LastError(), "cannot write the timeline to '/nonexistent-tutti-dir/t.rank0.json': No "
                          "such file or directory");
   EXPECT_EQ(rt, nullptr);
+  options.timeline_path = nullptr;
+  setenv("TUTTI_AUTOTUNE_LOG", "/nonexistent-tutti-dir/trials.csv", 1);
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "cannot write the autotuning log (TUTTI_AUTOTUNE_LOG) to "
+                         "'/nonexistent-tutti-dir/trials.csv': No such file or directory");
+  unsetenv("TUTTI_AUTOTUNE_LOG");
+  EXPECT_EQ(rt, nullptr);
 }
 
 // Counters on both sides and timeline calls, with their argument errors.

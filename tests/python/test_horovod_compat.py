@@ -63,3 +63,22 @@ def test_reinit_on_a_standalone_tuttid():
     finally:
         tuttid.terminate()
         tuttid.wait(timeout=60)
+
+
+def test_the_other_bindings_init_reads_and_refuses_horovod_variables(tmp_path):
+    """tutti.tensorflow, .keras, .jax and .mxnet share tutti._process_sets.init: a Horovod TF or
+    JAX script's HOROVOD_ variables must count there as in tutti.torch."""
+    log = tmp_path / "trials.csv"
+    result = run_job(2, "horovod_env_other_bindings.py",
+                     env={"HOROVOD_FUSION_THRESHOLD": "12345", "HOROVOD_AUTOTUNE_LOG": str(log)})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    for r in range(2):
+        assert lines_of(result, r) == [f"fusion 12345 log {log}"], result.stdout
+    result = run_job(2, "horovod_env_other_bindings.py",
+                     env={"HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE": "0.5"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    for r in range(2):
+        assert lines_of(result, r) == [
+            "refused UnsupportedError HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE=0.5 is not "
+            "supported: tutti's autotuner is a coordinate search with a confirmation round, not "
+            "Bayesian optimisation (docs/autotune.md)"], result.stdout

@@ -4,6 +4,7 @@ collectives with the same algorithms (the tuned values take effect at one sequen
 of them, client-side cut-offs included), the sums are right throughout, tuttid logged every trial,
 the status page shows the tuner converged, and the set went on its members' fast path once it
 had. A pinned setting is never varied."""
+import csv
 import json
 import os
 import re
@@ -57,6 +58,22 @@ def run_job(endpoint, job, tmp_path, inspect, extra_env=None, steps=120, ask_at=
     return outputs
 
 
+def assert_trials_logged(log, set_id, trials, best):
+    """The CSV at `log` holds exactly `trials` (as /status.json shows them) of set `set_id`,
+    in order, then a row of the `best` values."""
+    with open(log, newline="") as f:
+        rows = list(csv.DictReader(f))
+    names = ("fusion_threshold", "small_allreduce_bytes", "pipeline_bytes")
+    expected = [{"set": str(set_id), "trial": str(n), **{k: str(t["values"][k]) for k in names},
+                 "bytes_per_second": f"{t['bytes_per_second']:.0f}",
+                 "scored_by": "execution" if t["scored_by"] == "execution time" else "wall_clock",
+                 "round": "confirmation" if t["confirmation"] else "pass"}
+                for n, t in enumerate(trials, 1)]
+    expected.append({"set": str(set_id), "trial": "chosen", **{k: str(best[k]) for k in names},
+                     "bytes_per_second": "", "scored_by": "", "round": ""})
+    assert rows == expected, (rows, expected)
+
+
 def set_status(url, job, set_id=0):
     with urllib.request.urlopen(f"{url}/status.json?job={job}", timeout=30) as response:
         entry = json.loads(response.read())
@@ -71,7 +88,8 @@ def test_every_member_runs_the_tuned_values_and_the_tuner_converges(tmp_path, tu
         seen.update(set_status(t.url, "tuned"))
         with urllib.request.urlopen(f"{t.url}/job/tuned/set/0", timeout=30) as response:
             page.append(response.read().decode())
-    outputs = run_job(t.endpoint, "tuned", tmp_path, inspect)
+    log = tmp_path / "trials.csv"  # every rank is given it; rank 0, the set's first, writes
+    outputs = run_job(t.endpoint, "tuned", tmp_path, inspect, {"TUTTI_AUTOTUNE_LOG": str(log)})
     ran = [[line for line in lines if line.startswith("ran ")] for lines in outputs]
     assert all(lines[-1] == "autotune job ok" for lines in outputs), outputs
     # The same collectives, fused alike and run with the same algorithm, on every member.
@@ -102,6 +120,8 @@ def test_every_member_runs_the_tuned_values_and_the_tuner_converges(tmp_path, tu
         t.stderr()[-3000:]
     # Converged: tuttid no longer needs to watch, and grants the members' fast path.
     assert seen["fast_path"]["grants"] >= 1
+    # TUTTI_AUTOTUNE_LOG: tuttid's trials as the members heard them, then the chosen values.
+    assert_trials_logged(log, 0, trials, tune["best"])
     # The set's page says so too.
     assert re.search(r'<span class="autotune-converged">converged</span> after 16 trials: fusion '
                      r'threshold [^;]+, small allreduces up to [^;]+, pipeline pieces of [^;]+; '
@@ -144,7 +164,9 @@ def test_one_member_asks_to_tune_one_set_and_only_that_set_is_tuned(tmp_path, tu
     def inspect():
         seen["world"] = set_status(t.url, "asked", 0)
         seen["pair"] = set_status(t.url, "asked", 1)
-    outputs = run_job(t.endpoint, "asked", tmp_path, inspect, {"TUTTI_FUSION_THRESHOLD": "0"},
+    log = tmp_path / "trials.csv"
+    outputs = run_job(t.endpoint, "asked", tmp_path, inspect,
+                      {"TUTTI_FUSION_THRESHOLD": "0", "TUTTI_AUTOTUNE_LOG": str(log)},
                       steps=260, ask_at=40)
     assert all(lines[-1] == "autotune job ok" for lines in outputs), outputs
     # The ask left the fast path it was on; the tuner ran its 16 trials and converged.
@@ -155,6 +177,7 @@ def test_one_member_asks_to_tune_one_set_and_only_that_set_is_tuned(tmp_path, tu
     assert tune["pinned"] == ["fusion_threshold"], tune
     assert {trial["scored_by"] for trial in tune["trials"]} == {"execution time"}, tune
     assert "autotune" not in seen["world"], seen["world"]
+    assert_trials_logged(log, 1, tune["trials"], tune["best"])  # the pair's only
     logged = re.findall(r"job 'asked' set (\d+): autotune trial", t.stderr())
     assert logged == ["1"] * 11, t.stderr()[-3000:]
     assert "job 'asked' set 1: autotuning asked by rank 0" in t.stderr()

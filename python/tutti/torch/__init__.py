@@ -14,6 +14,7 @@ sync_batch_norm.
 import os
 
 import tutti as _tutti
+from tutti import _horovod_env
 from tutti.errors import (HorovodInternalError, InvalidArgumentError,  # noqa: F401 - exported
                           UnsupportedError)
 
@@ -34,46 +35,6 @@ from .state import (allgather_object, broadcast_object, broadcast_optimizer_stat
 
 
 # ---- lifetime -----------------------------------------------------------------------------------
-# Horovod's environment variables that tutti reads, as the TUTTI_ ones they stand for (a TUTTI_
-# variable that is set wins). Units agree (bytes, milliseconds, seconds).
-_HOROVOD_ENV = {"HOROVOD_FUSION_THRESHOLD": "TUTTI_FUSION_THRESHOLD",
-                "HOROVOD_CYCLE_TIME": "TUTTI_CYCLE_TIME_MS",
-                "HOROVOD_CACHE_CAPACITY": "TUTTI_CACHE_CAPACITY",
-                "HOROVOD_TIMELINE": "TUTTI_TIMELINE",
-                "HOROVOD_STALL_CHECK_TIME_SECONDS": "TUTTI_STALL_WARNING_SECONDS",
-                "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS": "TUTTI_STALL_SHUTDOWN_SECONDS",
-                "HOROVOD_LOG_LEVEL": "TUTTI_LOG_LEVEL",
-                # Every set of the job tuned, each on its own (docs/autotune.md).
-                "HOROVOD_AUTOTUNE": "TUTTI_AUTOTUNE"}
-# Horovod switches tutti has no counterpart for: set to anything but their default, init refuses
-# them rather than run differently from what the script asked for.
-_HOROVOD_REFUSED = {
-    "HOROVOD_TIMELINE_MARK_CYCLES": ("0", "tutti's timeline has no cycle markers"),
-    "HOROVOD_HIERARCHICAL_ALLREDUCE": ("0", "tutti chooses shared memory within a host itself "
-                                            "(docs/transports.md)"),
-    "HOROVOD_HIERARCHICAL_ALLGATHER": ("0", "tutti chooses shared memory within a host itself "
-                                            "(docs/transports.md)"),
-}
-
-
-def _read_horovod_environment():
-    for horovod, tutti_name in _HOROVOD_ENV.items():
-        value = os.environ.get(horovod)
-        if value is None or tutti_name in os.environ:
-            continue
-        if horovod == "HOROVOD_STALL_CHECK_TIME_SECONDS" and \
-                os.environ.get("HOROVOD_STALL_CHECK_DISABLE", "0") not in ("", "0"):
-            continue
-        os.environ[tutti_name] = value
-    if os.environ.get("HOROVOD_STALL_CHECK_DISABLE", "0") not in ("", "0") and \
-            "TUTTI_STALL_WARNING_SECONDS" not in os.environ:
-        os.environ["TUTTI_STALL_WARNING_SECONDS"] = "0"  # 0: off
-    for name, (default, why) in _HOROVOD_REFUSED.items():
-        value = os.environ.get(name)
-        if value not in (None, "", default):
-            raise UnsupportedError(f"{name}={value} is not supported: {why}")
-
-
 def init(comm=None, process_sets=None, **options):
     """Joins the job. `process_sets`: ProcessSet objects registered on every rank at once (ids
     1, 2, ... in order), or "dynamic" / None to add them later (tutti's sets are always
@@ -95,7 +56,7 @@ def init(comm=None, process_sets=None, **options):
     static = [s for s in static if s.mpi_comm is None]
     if from_comms and comm is None:
         comm = _mpi._mpi().COMM_WORLD
-    _read_horovod_environment()
+    _horovod_env.read()
     # Repeated rank lists: Horovod gives the first object the id and invalidates the others; a
     # list equal to the world is the global set's, so its object is invalidated too.
     world = list(range(comm.Get_size())) if comm is not None else _world_ranks(options.get("size"))

@@ -135,14 +135,37 @@ def horovod_environment_is_read_or_refused():
     # and HOROVOD_CYCLE_TIME=2.5.
     assert os.environ["TUTTI_FUSION_THRESHOLD"] == "12345"
     assert os.environ["TUTTI_CYCLE_TIME_MS"] == "2.5"
-    # HOROVOD_AUTOTUNE turns tutti's per-set autotuning on (read, not refused).
+    # HOROVOD_AUTOTUNE turns tutti's per-set autotuning on (read, not refused), and
+    # HOROVOD_AUTOTUNE_LOG names its CSV of trials.
     os.environ["HOROVOD_AUTOTUNE"] = "1"
+    os.environ["HOROVOD_AUTOTUNE_LOG"] = "/tmp/trials.csv"
     try:
-        hvd._read_horovod_environment()
+        hvd._horovod_env.read()
         assert os.environ["TUTTI_AUTOTUNE"] == "1"
+        assert os.environ["TUTTI_AUTOTUNE_LOG"] == "/tmp/trials.csv"
     finally:
-        del os.environ["HOROVOD_AUTOTUNE"]
-        os.environ.pop("TUTTI_AUTOTUNE", None)
+        for name in ("HOROVOD_AUTOTUNE", "HOROVOD_AUTOTUNE_LOG", "TUTTI_AUTOTUNE",
+                     "TUTTI_AUTOTUNE_LOG"):
+            os.environ.pop(name, None)
+    # The Bayesian optimiser's knobs have no counterpart: their defaults pass, others are refused.
+    os.environ["HOROVOD_AUTOTUNE_WARMUP_SAMPLES"] = "3"
+    try:
+        hvd._horovod_env.read()
+        os.environ["HOROVOD_AUTOTUNE_WARMUP_SAMPLES"] = "5"
+        expect(NotImplementedError, hvd._horovod_env.read,
+               "HOROVOD_AUTOTUNE_WARMUP_SAMPLES=5 is not supported: tuttid sets the autotuner's "
+               "trial lengths (--autotune-trial-tensors, --autotune-trial-ms, "
+               "--autotune-warmup-tensors; docs/autotune.md)")
+    finally:
+        del os.environ["HOROVOD_AUTOTUNE_WARMUP_SAMPLES"]
+    os.environ["HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"] = "40"
+    try:
+        expect(NotImplementedError, hvd._horovod_env.read,
+               "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES=40 is not supported: tutti's autotuner is "
+               "a coordinate search with a confirmation round, not Bayesian optimisation "
+               "(docs/autotune.md)")
+    finally:
+        del os.environ["HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES"]
     hvd.shutdown()
     os.environ["HOROVOD_TIMELINE_MARK_CYCLES"] = "1"
     try:
