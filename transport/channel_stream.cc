@@ -27,6 +27,9 @@ Status ChannelStream::Transfer(char* data, size_t len, bool send, Deadline deadl
     const size_t before = done;
     Status status = send ? channel_->TrySend(data + done, len - done, &done)
                          : channel_->TryRecv(data + done, len - done, &done);
+    // A record that failed authentication (a sealed channel) is not a lost peer: say so.
+    if (status.code() == Code::kAuthFailed)
+      return Checked(Status(Code::kAuthFailed, "data-plane integrity: " + peer_ + ": " + status.message()));
     if (!status.ok())
       return Checked(Status(Code::kPeerLost, "peer lost: " + peer_ + ": " + status.message()));
     if (done > before) continue;

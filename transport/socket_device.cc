@@ -24,8 +24,13 @@ namespace {
 // How long an accepted connection may take to send its hello before it is dropped.
 constexpr auto kHelloTimeout = std::chrono::seconds(10);
 
-// Unverified claims kept per (set, rank) before the job's secret is known.
+// Unverified claims kept per (set, rank) before the job's secret is known, and in all: the first
+// ones stay and later ones are refused, so a flood of forged hellos can neither push out a
+// genuine connection that came first nor run this process out of descriptors.
 constexpr size_t kMaxClaims = 4;
+constexpr size_t kMaxUnverifiedClaims = 256;
+// (set, rank) keys whose failed handshakes are counted (for an Accept's error message).
+constexpr size_t kMaxRejectedKeys = 1024;
 
 void SetNoDelay(int fd) {
   int one = 1;
@@ -181,7 +186,7 @@ void SocketDevice::SetJobSecret(const std::string& secret, int32_t self, DataSec
       if (Genuine(*claim) && Prove(&*claim)) {
         ++claim;
       } else {
-        ++rejected_[it->first];
+        NoteRejected(it->first);
         claim = claims.erase(claim);
       }
     }
@@ -233,13 +238,18 @@ void SocketDevice::Park(int listener, Link link) {
   auto& claims = parked_[{parked.hello.set_id, parked.hello.from_rank}];
   if (!secret_.empty()) {
     if (!Genuine(parked) || !Prove(&parked)) {
-      ++rejected_[{parked.hello.set_id, parked.hello.from_rank}];
+      NoteRejected({parked.hello.set_id, parked.hello.from_rank});
       if (claims.empty()) parked_.erase({parked.hello.set_id, parked.hello.from_rank});
       parked_cv_.notify_all();
       return;
     }
-  } else if (claims.size() >= kMaxClaims) {
-    claims.erase(claims.begin());
+  } else {
+    size_t unverified = 0;
+    for (const auto& [key, parked_claims] : parked_) unverified += parked_claims.size();
+    if (claims.size() >= kMaxClaims || unverified >= kMaxUnverifiedClaims) {
+      if (claims.empty()) parked_.erase({parked.hello.set_id, parked.hello.from_rank});
+      return;  // refused: its connection closes
+    }
   }
   claims.push_back(std::move(parked));
   parked_cv_.notify_all();
@@ -365,7 +375,7 @@ Status SocketDevice::Accept(int32_t set_id, int32_t peer, Deadline deadline, int
           if (claims.empty()) parked_.erase(it);
           return Status::Ok();
         }
-        ++rejected_[key];
+        NoteRejected(key);
         claim = claims.erase(claim);
       }
       parked_.erase(it);
@@ -385,6 +395,12 @@ Status SocketDevice::Accept(int32_t set_id, int32_t peer, Deadline deadline, int
                                         std::to_string(set_id) + " before the deadline");
     }
   }
+}
+
+void SocketDevice::NoteRejected(const std::pair<int32_t, int32_t>& key) {
+  auto it = rejected_.find(key);
+  if (it != rejected_.end()) ++it->second;
+  else if (rejected_.size() < kMaxRejectedKeys) rejected_.emplace(key, 1);
 }
 
 void SocketDevice::Forget(int32_t set_id) {

@@ -135,10 +135,13 @@ class SocketDevice : public Device {
   std::atomic<DataSecurity> security_{DataSecurity::kOff};
   std::condition_variable parked_cv_;
   // (set, from rank) -> connections claiming to be from it. Once the secret is known only genuine
-  // ones are parked; before, a forged claim must not displace the real one, so a few are kept.
+  // ones are parked; before, a forged claim must not displace the real one, so a few are kept
+  // (the first ones: later ones are refused) and a bounded number in all.
   std::map<std::pair<int32_t, int32_t>, std::vector<Parked>> parked_;
-  // Failed handshakes by claimed (set, rank), for the error of an Accept that times out.
+  // Failed handshakes by claimed (set, rank), for the error of an Accept that times out; a
+  // bounded number of keys (they come off the wire).
   std::map<std::pair<int32_t, int32_t>, int> rejected_;
+  void NoteRejected(const std::pair<int32_t, int32_t>& key);  // mu_ held
   std::thread acceptor_;
 };
 

@@ -1,7 +1,9 @@
 #include "client/exec/point_to_point.h"
 
 #include <cstring>
+#include <exception>
 #include <optional>
+#include <string>
 
 namespace tutti::client {
 namespace {
@@ -189,7 +191,17 @@ class PointToPoint::Channel {
         posted->request->Complete(Status::Ok());
         continue;
       }
-      std::vector<char> message(header.bytes);
+      // Unexpected: held until a receive is posted. The length came off the wire (unchecked in
+      // data-security mode off): one this process cannot hold fails the stream, not the process.
+      std::vector<char> message;
+      try {
+        message.resize(header.bytes);
+      } catch (const std::exception&) {
+        return Abort(Status(Code::kLimitExceeded,
+                            "limit exceeded: a point-to-point message of " +
+                                std::to_string(header.bytes) + " bytes from rank " +
+                                std::to_string(peer_) + " does not fit in this process's memory"));
+      }
       if (header.bytes > 0 && !(status = stream_->Read(message.data(), header.bytes, Forever())).ok())
         return Abort(status);
       std::unique_lock<std::mutex> lock(mu_);

@@ -239,7 +239,8 @@ Status SendThroughRelay(DataSecurity mode, RecordAead aead, Attack attack, uint6
   }
   Relay relay(std::move(relay_in), std::move(relay_out), attack, target);
   const std::vector<char> sent = Pattern(kMessage, 11);
-  std::vector<char> got(kMessage);
+  constexpr char kUnwritten = 0x5a;
+  std::vector<char> got(kMessage, kUnwritten);
   Flow ab{sent.data(), got.data(), kMessage}, none{};
   // b fails at the attacked record; a may still be sending: its bytes sit in the relay's socket.
   Status status = Exchange(*a, *b, ab, none, In(kPatience));
@@ -248,6 +249,14 @@ Status SendThroughRelay(DataSecurity mode, RecordAead aead, Attack attack, uint6
     EXPECT_EQ(0, std::memcmp(got.data(), sent.data(), ab.received)) << "delivered bytes differ";
   else
     EXPECT_NE(0, std::memcmp(got.data(), sent.data(), ab.received)) << "the flip went missing";
+  // A record that failed its tag was received into b's buffer and opened there: none of its
+  // bytes may stay (zeroed, or never written).
+  if (mode != DataSecurity::kOff)
+    for (size_t i = ab.received; i < kMessage; ++i)
+      if (got[i] != 0 && got[i] != kUnwritten) {
+        ADD_FAILURE() << "byte " << i << " of a record no tag vouched for stayed in the buffer";
+        break;
+      }
   // Both ends close: the relay, maybe blocked writing to b, sees its sends fail and a's close.
   a.reset();
   b.reset();

@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "transport/fd_io.h"
 #include "transport/handshake.h"
@@ -161,6 +163,30 @@ TEST(Handshake, ForgedClaimBeforeTheSecretIsKnownDoesNotDisplaceTheRealOne) {
   status = ReadFully(accepted.fd.get(), got, sizeof(got), In(30), -1, "connector");
   ASSERT_TRUE(status.ok()) << status.message();
   EXPECT_STREQ(got, "ping");
+}
+
+TEST(Handshake, AFloodOfForgedClaimsBeforeTheSecretDoesNotPushOutTheGenuineOne) {
+  const std::string secret = NewJobSecret();
+  auto acceptor = NewDevice();
+  // The genuine connector's hello, then six forgeries, all before the acceptor's Welcome. The
+  // acceptor reads hellos one connection at a time, so a forger's challenge arriving means the
+  // connection before it was parked (or refused).
+  RawConnection genuine(*acceptor);
+  genuine.Send(Signed(secret, genuine.ReadChallenge()));
+  std::vector<std::unique_ptr<RawConnection>> forgers;
+  for (int i = 0; i < 6; ++i) {
+    forgers.push_back(std::make_unique<RawConnection>(*acceptor));
+    forgers.back()->Send(Signed(NewJobSecret(), forgers.back()->ReadChallenge()));
+  }
+  acceptor->SetJobSecret(secret, kAcceptor, DataSecurity::kOff);
+  Proof proof{};
+  ASSERT_TRUE(genuine.ReadProof(&proof).ok());
+  Accepted accepted;
+  Status status = acceptor->Accept(kSet, kConnector, In(30), -1, &accepted);
+  ASSERT_TRUE(status.ok()) << status.message();
+  // Every forger's connection is closed without a proof: the three parked beside the genuine
+  // claim once checked, the three beyond the four kept per rank at once.
+  for (auto& forger : forgers) EXPECT_EQ(forger->ReadProof(&proof).code(), Code::kPeerLost);
 }
 
 // A listener that speaks the handshake but does not know the job's secret: it sends a challenge

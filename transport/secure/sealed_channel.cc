@@ -109,10 +109,12 @@ Status SealedChannel::ReadRecordParts(char* data, size_t len, bool* got) {
   const ssize_t n = recvmsg(fd_.get(), &msg, MSG_DONTWAIT);
   if (n == 0) {
     closed_ = true;
+    WipeUnopened(data);
     return Status(Code::kPeerLost, "connection closed");
   }
   if (n < 0) {
     if (Retry(errno)) return Status::Ok();
+    WipeUnopened(data);
     return Status(Code::kPeerLost, std::string("recv: ") + std::strerror(errno));
   }
   *got = true;
@@ -136,9 +138,16 @@ Status SealedChannel::ReadRecordParts(char* data, size_t len, bool* got) {
   return Status::Ok();
 }
 
+void SealedChannel::WipeUnopened(char* data) {
+  if (direct_ && body_ > 0) std::memset(data, 0, std::min(body_, payload_));
+}
+
 Status SealedChannel::FinishRecord(char* data, size_t* moved) {
   char* body = direct_ ? data : staged_.data();
-  if (!opener_->Open(in_header_, body, payload_, in_tag_)) return failed_ = Tampered(opener_->sequence());
+  if (!opener_->Open(in_header_, body, payload_, in_tag_)) {
+    WipeUnopened(data);
+    return failed_ = Tampered(opener_->sequence());
+  }
   if (direct_) {
     *moved += payload_;
   } else {

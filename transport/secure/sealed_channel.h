@@ -3,7 +3,8 @@
 // TrySend count as moved only once the record holding them is entirely in the socket, so a
 // SendRecv that returns has nothing left in this channel; bytes come out of TryRecv only after
 // their record's tag matched, so an altered, replayed, reordered or dropped record is never
-// used: TryRecv fails with kAuthFailed, and so does every later call.
+// used: TryRecv fails with kAuthFailed, and so does every later call. What of such a record was
+// received into the caller's buffer is zeroed there.
 //
 // Copies: in integrity mode a record goes out straight from the caller's buffer (sendmsg of
 // header, payload, tag), in encrypt mode from the ciphertext it was sealed into. A record that
@@ -41,6 +42,10 @@ class SealedChannel : public Channel {
   // The current record is whole: opens it; a direct one counts as moved, a staged one waits to be
   // handed out.
   Status FinishRecord(char* data, size_t* moved);
+  // The channel fails in the middle of a record received into the caller's buffer: zeroes what
+  // arrived of its body there, so that bytes no tag vouched for (the attacker's, in integrity
+  // mode) do not stay in the application's tensor.
+  void WipeUnopened(char* data);
   bool RecordWhole() const {
     return head_ == kRecordHeaderBytes && body_ == payload_ && tag_ == kRecordTagBytes;
   }

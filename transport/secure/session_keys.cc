@@ -11,6 +11,11 @@ constexpr char kKdfContext[crypto_kdf_CONTEXTBYTES + 1] = "tuttidp1";
 static_assert(crypto_kdf_KEYBYTES == kRecordKeyBytes);
 }  // namespace
 
+SessionKeys::~SessionKeys() {
+  sodium_memzero(connector_to_acceptor, sizeof(connector_to_acceptor));
+  sodium_memzero(acceptor_to_connector, sizeof(acceptor_to_connector));
+}
+
 SessionKeys DeriveSessionKeys(const std::string& secret, const uint8_t acceptor_nonce[16],
                               const uint8_t connector_nonce[16], int32_t channel,
                               int32_t connector, int32_t acceptor, DataSecurity security,

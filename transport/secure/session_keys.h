@@ -14,6 +14,10 @@
 namespace tutti::transport {
 
 struct SessionKeys {
+  SessionKeys() = default;
+  SessionKeys(const SessionKeys&) = default;
+  SessionKeys& operator=(const SessionKeys&) = default;
+  ~SessionKeys();  // wipes both keys: once the ciphers hold them, no other copy stays in memory
   uint8_t connector_to_acceptor[kRecordKeyBytes];
   uint8_t acceptor_to_connector[kRecordKeyBytes];
 };
