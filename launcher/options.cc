@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "launcher/horovod_flags.h"
 #include "launcher/host_discovery.h"
 #include "launcher/output.h"
 
@@ -31,7 +32,9 @@ std::vector<std::string> NormalizeArgs(int argc, char** argv) {
       const std::string s(single);
       if (a == s || a.rfind(s + "=", 0) == 0) a.insert(0, "-");
     }
-    if (std::find(std::begin(kTakesValue), std::end(kTakesValue), a) != std::end(kTakesValue)) {
+    const auto& horovod = HorovodFlagsTakingValues();
+    if (std::find(std::begin(kTakesValue), std::end(kTakesValue), a) != std::end(kTakesValue) ||
+        std::find(horovod.begin(), horovod.end(), a) != horovod.end()) {
       ++i;  // skip the value
     } else if (a == "--blacklist-cooldown-range") {
       i += 2;  // MIN MAX
@@ -252,6 +255,8 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
   AddOptions(app, opts);
   std::string hosts_text, hostfile;
   AddHostOptions(app, opts, hosts_text, hostfile);
+  HorovodFlags horovod;
+  AddHorovodFlags(app, horovod);
   // Everything from PROGRAM on is left unparsed, leading dashes included.
   app.prefix_command();
 
@@ -274,6 +279,7 @@ std::optional<int> ParseOptions(int argc, char** argv, Options& opts) {
   if (!opts.command.empty() && opts.command[0] == "--") opts.command.erase(opts.command.begin());
   std::string problem = HostProblem(app, opts, hosts_text, hostfile);
   if (problem.empty()) problem = OptionProblem(app, opts);
+  if (problem.empty()) problem = ApplyHorovodFlags(app, horovod, &opts.exports);
   if (!problem.empty()) {
     Say(problem + "\nRun with --help for more information.");
     return kUsageError;
