@@ -49,22 +49,6 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
     sent->set_small_allreduce_bytes(now.small_allreduce_bytes);
     sent->set_pipeline_bytes(now.pipeline_bytes);
     sent->set_trial(tuner->period());
-    // The trials that ended since the set's previous Execute; one that ends with this Execute's
-    // releases goes with the next, which then carries the values the tuner moved on to.
-    size_t& told = trials_told_[set_id];
-    const auto& trials = tuner->trials();
-    for (; told < trials.size(); ++told) {
-      const Autotuner::Trial& trial = trials[told];
-      wire::TrialResult* result = sent->add_ended();
-      result->set_trial(static_cast<uint32_t>(told + 1));
-      result->set_fusion_threshold(trial.values.fusion_threshold);
-      result->set_small_allreduce_bytes(trial.values.small_allreduce_bytes);
-      result->set_pipeline_bytes(trial.values.pipeline_bytes);
-      result->set_bytes_per_second(trial.bytes_per_second);
-      result->set_own_time(trial.own_time);
-      result->set_confirmation(trial.confirmation);
-      result->set_converged(tuner->converged() && told + 1 == trials.size());
-    }
   }
   const int64_t threshold = tuner ? tuner->current().fusion_threshold : fusion_threshold_;
   uint64_t released_collectives = 0;  // what each member's lane will run, and report
@@ -90,6 +74,25 @@ void Job::SendExecute(int32_t set_id, Negotiator& negotiator, std::vector<wire::
   counters_.set_cache_evictions(cache.evictions());
   if (execute.responses_size() == 0 && execute.cache_evicted_size() == 0) return;
   execute.set_seq(negotiator.TakeSeq());
+  if (tuner) {
+    // The trials that ended since the set's previous Execute (this one is sent); one that ends
+    // with this Execute's releases goes with the next, which then carries the values the tuner
+    // moved on to.
+    size_t& told = trials_told_[set_id];
+    const auto& trials = tuner->trials();
+    for (; told < trials.size(); ++told) {
+      const Autotuner::Trial& trial = trials[told];
+      wire::TrialResult* result = execute.mutable_tuning()->add_ended();
+      result->set_trial(static_cast<uint32_t>(told + 1));
+      result->set_fusion_threshold(trial.values.fusion_threshold);
+      result->set_small_allreduce_bytes(trial.values.small_allreduce_bytes);
+      result->set_pipeline_bytes(trial.values.pipeline_bytes);
+      result->set_bytes_per_second(trial.bytes_per_second);
+      result->set_own_time(trial.own_time);
+      result->set_confirmation(trial.confirmation);
+      result->set_converged(tuner->converged() && told + 1 == trials.size());
+    }
+  }
   bool trial_ended = false;
   if (tuner && released_tensors > 0) {
     const uint32_t before = tuner->trial();
