@@ -36,17 +36,17 @@ const char* AutotuneLog::Header() {
 
 Status AutotuneLog::Open(const std::string& path) {
   if (path.empty()) return Status::Ok();
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
+  transport::UniqueFd file(open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+  if (!file)
     return Status(Code::kInvalidArgument, "cannot write the autotuning log (TUTTI_AUTOTUNE_LOG) to '" +
                                               path + "': " + std::strerror(errno));
-  close(fd);
+  file_ = std::move(file);
   path_ = path;
   return Status::Ok();
 }
 
 void AutotuneLog::Write(int32_t set_id, const wire::Tuning& tuning) {
-  if (path_.empty() || tuning.ended_size() == 0) return;
+  if (!file_ || tuning.ended_size() == 0) return;
   std::string rows;
   for (const wire::TrialResult& t : tuning.ended())
     rows += fmt::format("{},{},{},{},{},{:.0f},{},{}\n", set_id, t.trial(), t.fusion_threshold(),
@@ -56,12 +56,13 @@ void AutotuneLog::Write(int32_t set_id, const wire::Tuning& tuning) {
   if (tuning.ended(tuning.ended_size() - 1).converged())
     rows += fmt::format("{},chosen,{},{},{},,,\n", set_id, tuning.fusion_threshold(),
                         tuning.small_allreduce_bytes(), tuning.pipeline_bytes());
-  const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  bool ok = fd >= 0 && flock(fd, LOCK_EX) == 0;
+  const int fd = file_.get();
+  const bool locked = flock(fd, LOCK_EX) == 0;
+  bool ok = locked;
   if (ok && lseek(fd, 0, SEEK_END) == 0) ok = WriteAll(fd, Header());
   ok = ok && WriteAll(fd, rows);
   const int error = errno;
-  if (fd >= 0) close(fd);  // releases the lock
+  if (locked) flock(fd, LOCK_UN);
   if (!ok && !warned_) {
     warned_ = true;
     Log().warn("TUTTI_AUTOTUNE_LOG: writing to '{}' failed ({}); trials of set {} are not logged",

@@ -125,8 +125,7 @@ std::string ApplyHorovodFlags(const CLI::App& app, const HorovodFlags& flags,
     if (value != refused.horovod_default)
       return name + " " + given + " is not supported: " + refused.why;
   }
-  if (app.count("--no-stall-check") && app.count("--stall-check-warning-time-seconds") &&
-      flags.no_stall_check)
+  if (flags.no_stall_check && app.count("--stall-check-warning-time-seconds"))
     return "--no-stall-check and --stall-check-warning-time-seconds are alternatives: give one";
   std::vector<std::string> set;
   auto given = [&](const char* name) { return app.count(name) > 0; };

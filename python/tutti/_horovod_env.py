@@ -22,28 +22,23 @@ _HOROVOD_ENV = {"HOROVOD_FUSION_THRESHOLD": "TUTTI_FUSION_THRESHOLD",
 # One setting chooses the hierarchy of every collective, job-wide (where Horovod has one per kind).
 _HIERARCHY = ("tutti's TUTTI_HIERARCHICAL (auto, the default, 0 or 1) chooses the hierarchical "
               "algorithms of every collective at once (docs/algorithms.md)")
-# Horovod switches tutti has no counterpart for: set to anything but their default, init refuses
-# them rather than run differently from what the script asked for.
+# Horovod's Bayesian optimiser's knobs: tutti's tuner is another search, whose trial lengths are
+# tuttid's (docs/autotune.md).
+_TRIAL_LENGTHS = ("tuttid sets the autotuner's trial lengths (--autotune-trial-tensors, "
+                  "--autotune-trial-ms, --autotune-warmup-tensors; docs/autotune.md)")
+_NOT_BAYESIAN = ("tutti's autotuner is a coordinate search with a confirmation round, not "
+                 "Bayesian optimisation (docs/autotune.md)")
+# Horovod switches tutti has no counterpart for, with Horovod's default: set to anything else,
+# init refuses them rather than run differently from what the script asked for.
 _HOROVOD_REFUSED = {
     "HOROVOD_TIMELINE_MARK_CYCLES": ("0", "tutti's timeline has no cycle markers"),
     "HOROVOD_HIERARCHICAL_ALLREDUCE": ("0", _HIERARCHY),
     "HOROVOD_HIERARCHICAL_ALLGATHER": ("0", _HIERARCHY),
-}
-# Horovod's Bayesian optimiser's knobs: tutti's tuner is another search, whose trial lengths are
-# tuttid's (docs/autotune.md). Set to anything but Horovod's default, init refuses them.
-_TRIAL_LENGTHS = ("tuttid sets the autotuner's trial lengths (--autotune-trial-tensors, "
-                  "--autotune-trial-ms, --autotune-warmup-tensors; docs/autotune.md)")
-_HOROVOD_REFUSED.update({
     "HOROVOD_AUTOTUNE_WARMUP_SAMPLES": ("3", _TRIAL_LENGTHS),
     "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": ("10", _TRIAL_LENGTHS),
-    "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": ("20", "tutti's autotuner is a coordinate search "
-                                                   "with a confirmation round, not Bayesian "
-                                                   "optimisation (docs/autotune.md)"),
-    "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE": ("0.8", "tutti's autotuner is a coordinate search "
-                                                    "with a confirmation round, not Bayesian "
-                                                    "optimisation (docs/autotune.md)"),
-})
-
+    "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": ("20", _NOT_BAYESIAN),
+    "HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE": ("0.8", _NOT_BAYESIAN),
+}
 
 def read():
     """Called by every binding's init() before it joins (tutti.torch, and tutti.tensorflow,
