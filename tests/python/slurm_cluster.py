@@ -59,13 +59,16 @@ class SlurmCluster:
                      "--log-file", os.path.join(self.root, "log", "munged.log"),
                      "--seed-file", os.path.join(self.root, "munge.seed")], "munged")
         r = self.root
-        srun_ports = free_port() // 10 * 10
+        # Every srun listens on a few ports of this range, and two tests run sruns at once; other
+        # processes' ephemeral ports can land in it too. Ten ports ran out in CI ("all ports in
+        # range ... exhausted"): a hundred leave room.
+        srun_ports = min(free_port() // 100 * 100, 65535 - 99)
         with open(self.conf, "w") as f:
             f.write(f"""ClusterName=tutti-test
 SlurmctldHost={self.node}(127.0.0.1)
 SlurmctldPort={free_port()}
 SlurmdPort={free_port()}
-SrunPortRange={srun_ports}-{srun_ports + 9}
+SrunPortRange={srun_ports}-{srun_ports + 99}
 AuthType=auth/munge
 AuthInfo=socket={self.socket}
 CredType=cred/munge
