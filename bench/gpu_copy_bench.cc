@@ -66,7 +66,7 @@ void Case(const char* name, size_t tensors, size_t bytes_each, DType dtype, doub
   CopyTransform transform;
   transform.scale = scale;
   const double kernel = Time(stream, 20, [&] {
-    CHECK(tutti::gpu::LaunchBatchedCopy(segments.data(), segments.size(), static_cast<int32_t>(dtype),
+    CHECK(tutti::gpu::LaunchBatchedCopy(segments.data(), segments.size(), dtype,
                                         transform, stream));
   });
   const double memcpy = Time(stream, 20, [&] {

@@ -19,9 +19,10 @@ using namespace tutti::capi;
 
 extern "C" {
 
-// The request-owned result, once the request completed successfully.
+// The request-owned result, once the request completed successfully or its device work was
+// queued (what tutti_request_stream_wait returns on: client::Request::Published).
 static tutti_status_t CompletedResult(client::Request& r, client::Request::Result** result) {
-  auto status = r.Test();
+  auto status = r.Published();
   if (!status) return Fail(TUTTI_IN_PROGRESS, "'" + r.name() + "' has not completed yet");
   if (!status->ok()) return Report(*status);
   const auto kind = r.operation().spec.kind();
@@ -69,7 +70,7 @@ TUTTI_API tutti_status_t tutti_request_output_at(tutti_request_t request, int32_
     if (index < 0 || static_cast<size_t>(index) >= children.size())
       return Invalid("index " + std::to_string(index) + " outside the group's " +
                      std::to_string(children.size()) + " tensors");
-    auto status = request->request->Test();
+    auto status = request->request->Published();
     if (!status) return Fail(TUTTI_IN_PROGRESS, "'" + request->request->name() + "' has not completed yet");
     if (!status->ok()) return Report(*status);
     return FillOutput(*children[index], output);

@@ -43,7 +43,7 @@ function(tutti_add_gpu_module)
 
   add_library(tutti_cuda MODULE
     gpu/cuda_module.cc
-    gpu/set_device.cc)
+    gpu/process_set_on_device.cc)
   set_target_properties(tutti_cuda PROPERTIES
     PREFIX "lib" OUTPUT_NAME tutti_cuda
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}

@@ -19,7 +19,7 @@ constexpr int kSegmentsPerLaunch = 1024;
 // Queues the copies of `segments[0..count)` (host array, read during the call) on `stream`:
 // ceil(count / kSegmentsPerLaunch) kernel launches. Segments must not overlap each other, except
 // that a segment may copy onto itself (an in-place scale).
-cudaError_t LaunchBatchedCopy(const CopySegment* segments, size_t count, int32_t dtype,
+cudaError_t LaunchBatchedCopy(const CopySegment* segments, size_t count, DType dtype,
                               const CopyTransform& transform, cudaStream_t stream);
 
 }  // namespace tutti::gpu

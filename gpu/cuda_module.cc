@@ -11,7 +11,7 @@
 #include "gpu/cuda_status.h"
 #include "gpu/device_guard.h"
 #include "gpu/module_api.h"
-#include "gpu/set_device.h"
+#include "gpu/process_set_on_device.h"
 
 namespace tutti::gpu {
 namespace {
@@ -89,8 +89,8 @@ class CudaModule final : public Module {
     return Status::Ok();
   }
 
-  Status OpenSetDevice(int32_t index, std::unique_ptr<SetDevice>* set_device) override {
-    return CudaSetDevice::Open(index, set_device);
+  Status OpenProcessSet(int32_t index, std::unique_ptr<ProcessSetOnDevice>* on_device) override {
+    return CudaProcessSetOnDevice::Open(index, on_device);
   }
 
   void Free(int32_t index, void* buffer) override {

@@ -7,8 +7,17 @@
 // another build being picked up. Nothing here names a CUDA or NCCL type: streams and events are
 // opaque pointers or objects, so client/ compiles without the toolkit.
 //
-// Threads: Module is thread-safe. A SetDevice belongs to one set's lane thread; only its
+// What this header promises is checked by one conformance suite (tests/gpu_conformance) run
+// against the simulator (tests/gpu_sim, in CI) and against libtutti_cuda.so on a GPU
+// (tests/gpu/device_check.sh): where a behaviour is not written here, neither may rely on it.
+//
+// Threads: Module is thread-safe. A ProcessSetOnDevice belongs to one set's lane thread; only its
 // destructor and nothing else may run elsewhere, after the lane stopped.
+//
+// Asynchrony: every ProcessSetOnDevice call but Wait() and InitComm() only queues work on the
+// set's stream, as CUDA does. Memory the work reads or writes, host memory included, may be
+// touched by the host again only after an Event recorded behind that work completed (Wait), or
+// when a stream ordered after it runs.
 #pragma once
 
 #include <chrono>
@@ -19,12 +28,13 @@
 #include <string>
 #include <vector>
 
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace tutti::gpu {
 
 // Bumped whenever anything in this header changes shape.
-constexpr int kModuleApi = 3;
+constexpr int kModuleApi = 4;
 
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
@@ -45,11 +55,16 @@ struct CopySegment {
   size_t count;  // elements of the copy's dtype
 };
 
-// How a batched copy transforms each element, as the CPU path does (client/kernels/reduce.h):
-// floating types are multiplied by `scale`; integers are divided by `divisor` (> 1: integer
-// average, truncating), then scaled in double and cast back (truncating, saturating); bool is
-// never scaled or divided, and `normalize_bool` writes 1 for every nonzero byte (the end of a
-// bool reduction: NCCL's max and min keep the winning byte as it was).
+// How a batched copy transforms each element, as Horovod scales device tensors:
+//  - float32, bfloat16: x * float(scale), rounded once; float64: x * scale;
+//  - float16: in float16, as Horovod's __hmul does: the scale is rounded to float16 first, then
+//    the product (exact in float32) is rounded once. This differs from the CPU path, which keeps
+//    the scale in float32 (docs/gpu.md, "Scaling");
+//  - integers: divided by `divisor` first (> 1: an integer average, truncating; -1 negates with
+//    wrap-around), then scaled in double and cast back (truncating, saturating at the type's
+//    limits, NaN giving 0);
+//  - bool: never scaled or divided; `normalize_bool` writes 1 for every nonzero byte (the end of
+//    a bool reduction: NCCL's max and min keep the winning byte as it was).
 struct CopyTransform {
   double scale = 1.0;
   int64_t divisor = 1;
@@ -65,14 +80,14 @@ struct Chunks {
 // in device memory, its pinned host staging buffer and its NCCL communicators (one per device
 // group, client/ keys them). Every call queues work on the set's stream and returns without
 // waiting for the GPU, except Wait() and InitComm().
-class SetDevice {
+class ProcessSetOnDevice {
  public:
-  virtual ~SetDevice() = default;
+  virtual ~ProcessSetOnDevice() = default;
 
   // Orders the set's stream after `producer` (no host wait).
   virtual Status After(const Event& producer) = 0;
   // Copies every segment in one kernel launch (a launch per 1024 segments beyond that).
-  virtual Status Copy(const std::vector<CopySegment>& segments, int32_t dtype,
+  virtual Status Copy(const std::vector<CopySegment>& segments, DType dtype,
                       const CopyTransform& transform) = 0;
   // Plain byte copy on the set's stream between any two of host, pinned and device memory.
   virtual Status CopyBytes(void* destination, const void* source, size_t bytes) = 0;
@@ -91,15 +106,16 @@ class SetDevice {
   // Bounds the waits inside the following NCCL calls (a non-blocking communicator may still be
   // queueing a collective when the call returns). Set once per collective.
   virtual void Bound(Deadline deadline, Interrupt interrupted) = 0;
-  // `send` may equal `receive`. `op` is a TUTTI_OP_* other than average (client/ folds that in).
+  // `send` may equal `receive`. `op` is never kAverage: client/ sums and folds the division into
+  // the copy out.
   virtual Status Allreduce(int32_t comm, const void* send, void* receive, size_t count,
-                           int32_t dtype, int32_t op) = 0;
+                           DType dtype, ReduceOp op) = 0;
   virtual Status Broadcast(int32_t comm, void* buffer, size_t bytes, int32_t root) = 0;
   // In place in `buffer`: afterwards every chunk holds its owner's bytes (chunk i from member i).
   virtual Status Allgather(int32_t comm, void* buffer, const Chunks& chunks) = 0;
   // In place: afterwards chunk `self` holds the reduction of every member's chunk `self`.
   virtual Status ReduceScatter(int32_t comm, void* buffer, const Chunks& chunks, int32_t self,
-                               int32_t dtype, int32_t op) = 0;
+                               DType dtype, ReduceOp op) = 0;
   // Sends send_chunks[j] of `send` to member j and receives recv_chunks[j] of `receive` from it.
   virtual Status AllToAll(int32_t comm, const void* send, const Chunks& send_chunks, void* receive,
                           const Chunks& recv_chunks) = 0;
@@ -129,8 +145,8 @@ class Module {
   virtual Status StreamWait(void* stream, const Event& event) = 0;
   // A fresh NCCL unique id (ncclGetUniqueId), as bytes.
   virtual Status UniqueId(std::string* id) = 0;
-  virtual Status OpenSetDevice(int32_t index, std::unique_ptr<SetDevice>* set_device) = 0;
-  // Releases memory from SetDevice::AllocateResult; waits for work using it.
+  virtual Status OpenProcessSet(int32_t index, std::unique_ptr<ProcessSetOnDevice>* on_device) = 0;
+  // Releases memory from ProcessSetOnDevice::AllocateResult; waits for work using it.
   virtual void Free(int32_t index, void* buffer) = 0;
 };
 

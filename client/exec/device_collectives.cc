@@ -40,18 +40,21 @@ bool IsIdentity(const gpu::CopyTransform& transform) {
   return transform.scale == 1.0 && transform.divisor == 1 && !transform.normalize_bool;
 }
 
+// What NCCL reduces with: the average is a sum whose division the copy out applies.
+ReduceOp Reduction(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
+
 gpu::CopyTransform Prescale(double prescale) {
   gpu::CopyTransform transform;
   transform.scale = prescale;
   return transform;
 }
 
-Status OpenDevice(const DeviceArgs& args, int32_t index, gpu::SetDevice** device) {
+Status OpenDevice(const DeviceArgs& args, int32_t index, gpu::ProcessSetOnDevice** device) {
   auto& slot = args.state->devices[index];
   if (!slot) {
     gpu::Module* module;
     TUTTI_RETURN_IF_ERROR(LoadGpuModule(&module));
-    TUTTI_RETURN_IF_ERROR(module->OpenSetDevice(index, &slot));
+    TUTTI_RETURN_IF_ERROR(module->OpenProcessSet(index, &slot));
   }
   *device = slot.get();
   return Status::Ok();
@@ -64,7 +67,7 @@ void FreeDeviceResult(void* pointer, size_t /*bytes*/, void* device) {
 }
 
 // A result in device memory that the request owns from now on.
-Status DeviceResult(gpu::SetDevice* device, int32_t index, size_t bytes, Request& request,
+Status DeviceResult(gpu::ProcessSetOnDevice* device, int32_t index, size_t bytes, Request& request,
                     void** data) {
   TUTTI_RETURN_IF_ERROR(device->AllocateResult(bytes, data));
   request.result().data.Adopt(*data, bytes,
@@ -75,7 +78,7 @@ Status DeviceResult(gpu::SetDevice* device, int32_t index, size_t bytes, Request
 
 // Creates the set's communicator for `group` on first use: the first member makes the unique id
 // and tuttid relays it to the others.
-Status EnsureComm(const DeviceArgs& args, gpu::SetDevice* device, int32_t group,
+Status EnsureComm(const DeviceArgs& args, gpu::ProcessSetOnDevice* device, int32_t group,
                   gpu::Deadline deadline) {
   if (device->HasComm(group)) return Status::Ok();
   std::string id;
@@ -95,7 +98,7 @@ Status EnsureComm(const DeviceArgs& args, gpu::SetDevice* device, int32_t group,
 // Ends a phase: with synchronous phases (timeline on) after the GPU finished it.
 class Phases {
  public:
-  Phases(const DeviceArgs& args, gpu::SetDevice* device, const PhaseObserver& observe,
+  Phases(const DeviceArgs& args, gpu::ProcessSetOnDevice* device, const PhaseObserver& observe,
          gpu::Deadline deadline)
       : args_(args), device_(device), observe_(observe), deadline_(deadline) {}
 
@@ -111,13 +114,13 @@ class Phases {
 
  private:
   const DeviceArgs& args_;
-  gpu::SetDevice* device_;
+  gpu::ProcessSetOnDevice* device_;
   const PhaseObserver& observe_;
   gpu::Deadline deadline_;
 };
 
 // Publishes the completion event to the requests, then waits for it on the host.
-Status Finish(const DeviceArgs& args, gpu::SetDevice* device, const std::vector<FusedPart>& parts,
+Status Finish(const DeviceArgs& args, gpu::ProcessSetOnDevice* device, const std::vector<FusedPart>& parts,
               gpu::Deadline deadline) {
   std::shared_ptr<gpu::Event> done;
   TUTTI_RETURN_IF_ERROR(device->Record(&done));
@@ -125,7 +128,7 @@ Status Finish(const DeviceArgs& args, gpu::SetDevice* device, const std::vector<
   return device->Wait(*done, deadline, args.interrupted);
 }
 
-Status NcclAllreduce(gpu::SetDevice* device, int32_t group, const std::vector<FusedPart>& parts,
+Status NcclAllreduce(gpu::ProcessSetOnDevice* device, int32_t group, const std::vector<FusedPart>& parts,
                      size_t n, Phases& phases) {
   const auto& spec = parts.front().request->operation().spec;
   const auto dtype = static_cast<DType>(spec.dtype());
@@ -138,13 +141,13 @@ Status NcclAllreduce(gpu::SetDevice* device, int32_t group, const std::vector<Fu
     const auto& o = parts.front().request->operation();
     const void* source = o.input;
     if (!IsIdentity(in)) {
-      TUTTI_RETURN_IF_ERROR(device->Copy({{o.input, o.output, o.count}}, spec.dtype(), in));
+      TUTTI_RETURN_IF_ERROR(device->Copy({{o.input, o.output, o.count}}, dtype, in));
       source = o.output;
     }
     TUTTI_RETURN_IF_ERROR(
-        device->Allreduce(group, source, o.output, o.count, spec.dtype(), spec.reduce_op()));
+        device->Allreduce(group, source, o.output, o.count, dtype, Reduction(op)));
     if (!IsIdentity(out))
-      TUTTI_RETURN_IF_ERROR(device->Copy({{o.output, o.output, o.count}}, spec.dtype(), out));
+      TUTTI_RETURN_IF_ERROR(device->Copy({{o.output, o.output, o.count}}, dtype, out));
     return Status::Ok();
   }
 
@@ -161,20 +164,21 @@ Status NcclAllreduce(gpu::SetDevice* device, int32_t group, const std::vector<Fu
     offset += o.count * element;
   }
   auto start = WallClock::now();
-  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, spec.dtype(), in));
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, dtype, in));
   TUTTI_RETURN_IF_ERROR(phases.End("COPY_IN", start));
   start = WallClock::now();
-  TUTTI_RETURN_IF_ERROR(device->Allreduce(group, buffer, buffer, total, spec.dtype(), spec.reduce_op()));
+  TUTTI_RETURN_IF_ERROR(device->Allreduce(group, buffer, buffer, total, dtype, Reduction(op)));
   TUTTI_RETURN_IF_ERROR(phases.End("ALLREDUCE", start));
   start = WallClock::now();
-  TUTTI_RETURN_IF_ERROR(device->Copy(copy_out, spec.dtype(), out));
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_out, dtype, out));
   return phases.End("COPY_OUT", start);
 }
 
-Status NcclAllgather(gpu::SetDevice* device, int32_t index, int32_t group,
+Status NcclAllgather(gpu::ProcessSetOnDevice* device, int32_t index, int32_t group,
                      const std::vector<FusedPart>& parts, size_t n, size_t self, Phases& phases) {
   const auto& spec = parts.front().request->operation().spec;
-  const size_t element = ElementSize(static_cast<DType>(spec.dtype()));
+  const auto dtype = static_cast<DType>(spec.dtype());
+  const size_t element = ElementSize(dtype);
   const MemberMajor m = MemberMajorLayout(parts, n, false);
   const size_t total = m.chunks.begin.back() + m.chunks.size.back();
   auto shape_of = [&](size_t p) {
@@ -203,7 +207,7 @@ Status NcclAllgather(gpu::SetDevice* device, int32_t index, int32_t group,
     copy_in.push_back({parts[p].request->operation().input, At(buffer, m.offset[p][self]), bytes / element});
   }
   auto start = WallClock::now();
-  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, spec.dtype(), {}));
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, dtype, {}));
   TUTTI_RETURN_IF_ERROR(phases.End("COPY_IN", start));
   start = WallClock::now();
   TUTTI_RETURN_IF_ERROR(device->Allgather(group, buffer, ToChunks(m.chunks)));
@@ -222,15 +226,16 @@ Status NcclAllgather(gpu::SetDevice* device, int32_t index, int32_t group,
       at += bytes;
     }
   }
-  TUTTI_RETURN_IF_ERROR(device->Copy(copy_out, spec.dtype(), {}));
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_out, dtype, {}));
   return phases.End("COPY_OUT", start);
 }
 
-Status NcclReducescatter(gpu::SetDevice* device, int32_t index, int32_t group,
+Status NcclReducescatter(gpu::ProcessSetOnDevice* device, int32_t index, int32_t group,
                          const std::vector<FusedPart>& parts, size_t n, size_t self,
                          Phases& phases) {
   const auto& spec = parts.front().request->operation().spec;
   const auto dtype = static_cast<DType>(spec.dtype());
+  const auto op = static_cast<ReduceOp>(spec.reduce_op());
   const size_t element = ElementSize(dtype);
   const MemberMajor m = MemberMajorLayout(parts, n, true);
   const size_t total = m.chunks.begin.back() + m.chunks.size.back();
@@ -247,12 +252,12 @@ Status NcclReducescatter(gpu::SetDevice* device, int32_t index, int32_t group,
     }
   }
   auto start = WallClock::now();
-  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, spec.dtype(), Prescale(spec.prescale())));
+  TUTTI_RETURN_IF_ERROR(device->Copy(copy_in, dtype, Prescale(spec.prescale())));
   TUTTI_RETURN_IF_ERROR(phases.End("COPY_IN", start));
   start = WallClock::now();
   TUTTI_RETURN_IF_ERROR(device->ReduceScatter(group, buffer, ToChunks(m.chunks),
-                                              static_cast<int32_t>(self), spec.dtype(),
-                                              spec.reduce_op()));
+                                              static_cast<int32_t>(self), dtype,
+                                              Reduction(op)));
   TUTTI_RETURN_IF_ERROR(phases.End("REDUCESCATTER", start));
   start = WallClock::now();
   for (size_t p = 0; p < parts.size(); ++p) {
@@ -266,11 +271,11 @@ Status NcclReducescatter(gpu::SetDevice* device, int32_t index, int32_t group,
     request.result().shape[0] = m.rows[p][self];
   }
   TUTTI_RETURN_IF_ERROR(device->Copy(
-      copy_out, spec.dtype(), OutTransform(dtype, static_cast<ReduceOp>(spec.reduce_op()), spec.postscale(), n)));
+      copy_out, dtype, OutTransform(dtype, op, spec.postscale(), n)));
   return phases.End("COPY_OUT", start);
 }
 
-Status NcclAlltoall(gpu::SetDevice* device, int32_t index, int32_t group, const FusedPart& part,
+Status NcclAlltoall(gpu::ProcessSetOnDevice* device, int32_t index, int32_t group, const FusedPart& part,
                     size_t n, size_t self) {
   auto& request = *part.request;
   const auto& spec = request.operation().spec;
@@ -300,7 +305,7 @@ int32_t DeviceOf(const std::vector<FusedPart>& parts) {
   return -1;
 }
 
-Status OrderAfterProducers(gpu::SetDevice* device, const std::vector<FusedPart>& parts) {
+Status OrderAfterProducers(gpu::ProcessSetOnDevice* device, const std::vector<FusedPart>& parts) {
   for (const auto& part : parts)
     if (const auto& ready = part.request->operation().ready) TUTTI_RETURN_IF_ERROR(device->After(*ready));
   return Status::Ok();
@@ -314,7 +319,7 @@ Status RunNcclCollective(const DeviceArgs& args, const std::vector<FusedPart>& p
   const int32_t index = DeviceOf(parts), group = parts.front().device_group;
   if (index < 0) return Status(Code::kInternal, "the NCCL path was chosen for host tensors");
   const auto deadline = gpu::Clock::now() + args.timeout;
-  gpu::SetDevice* device;
+  gpu::ProcessSetOnDevice* device;
   TUTTI_RETURN_IF_ERROR(OpenDevice(args, index, &device));
   device->Bound(deadline, args.interrupted);
   TUTTI_RETURN_IF_ERROR(EnsureComm(args, device, group, deadline));
@@ -360,7 +365,7 @@ Status RunStagedCollective(const DeviceArgs& args, const RingArgs& ring,
                "which",
                args.set_id);
   }
-  gpu::SetDevice* device;
+  gpu::ProcessSetOnDevice* device;
   TUTTI_RETURN_IF_ERROR(OpenDevice(args, index, &device));
   TUTTI_RETURN_IF_ERROR(OrderAfterProducers(device, parts));
 

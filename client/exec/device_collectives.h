@@ -25,7 +25,7 @@ namespace tutti::client {
 
 // What a lane keeps for device work. Lane thread only.
 struct DeviceLaneState {
-  std::map<int32_t, std::unique_ptr<gpu::SetDevice>> devices;  // by device index, opened lazily
+  std::map<int32_t, std::unique_ptr<gpu::ProcessSetOnDevice>> devices;  // by device index, opened lazily
   bool warned_staged = false;
 };
 

@@ -65,6 +65,21 @@ std::optional<Status> Request::Test() const {
   return status_;
 }
 
+std::optional<Status> Request::Published() const {
+  if (!children_.empty()) {
+    if (auto status = Test()) return status;
+    for (const auto& child : children_) {
+      auto status = child->Published();
+      if (!status || !status->ok()) return status;
+    }
+    return Status::Ok();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_) return status_;
+  if (device_work_) return Status::Ok();
+  return std::nullopt;
+}
+
 std::optional<Status> Request::WaitUntil(std::chrono::steady_clock::time_point deadline) const {
   std::unique_lock<std::mutex> lock(mu_);
   if (!done_cv_.wait_until(lock, deadline, [this] { return done_; })) return std::nullopt;

@@ -82,6 +82,13 @@ class Request {
   // kOk or the error once done; nullopt while pending.
   std::optional<Status> Test() const;
 
+  // Whether the result may be read: Test(), except that device work counts as done once it is
+  // queued. The lane writes a device result's descriptor (pointer, shape, splits) before it
+  // publishes the work (SetDeviceWork), and the bytes are there for any stream ordered after the
+  // published event (tutti_request_stream_wait), before the lane's own host wait ends. A group
+  // is published once every tensor of it is.
+  std::optional<Status> Published() const;
+
   // Waits until done or `deadline`; nullopt if the deadline passed first.
   std::optional<Status> WaitUntil(std::chrono::steady_clock::time_point deadline) const;
 

@@ -239,9 +239,11 @@ def output_of(request, make, index=None, device=None):
     out = _capi.Tensor()
     out.struct_size = ctypes.sizeof(_capi.Tensor)
     if index is None:
-        check(_capi.tutti_request_output(request, ctypes.byref(out)))
+        status = check(_capi.tutti_request_output(request, ctypes.byref(out)))
     else:
-        check(_capi.tutti_request_output_at(request, index, ctypes.byref(out)))
+        status = check(_capi.tutti_request_output_at(request, index, ctypes.byref(out)))
+    if status != _capi.OK:  # the library said the result is not there yet: never read defaults
+        raise InternalError(f"a result read before it was there: {_last_error()}")
     shape = tuple(out.shape[i] for i in range(out.ndim))
     if out.device_type != _capi.DEVICE_CPU:
         if device is None:

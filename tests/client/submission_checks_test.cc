@@ -150,7 +150,7 @@ TEST(CheckSubmission, NegativeCudaDeviceIndexIsRefused) {
 
 TEST(CheckSubmission, UnusableCudaDeviceIsDeviceUnavailableWithTheModulesReason) {
   EXPECT_TRUE(IsStatus(Check(DeviceAllreduce(5)), Code::kDeviceUnavailable,
-                       "allreduce: input tensor is on cuda:5: gpu sim: no device 5"));
+                       "allreduce: input tensor is on cuda:5: CUDA device 5 does not exist: this process sees 2 (CUDA_VISIBLE_DEVICES renumbers them from 0)"));
 }
 
 TEST(CheckSubmission, AllreduceElementCountsMustAgree) {

@@ -32,7 +32,7 @@ bool HaveGpu(std::string* why) {
   } while (0)
 
 template <typename T>
-std::vector<T> RunSegments(const std::vector<std::vector<T>>& inputs, int32_t dtype,
+std::vector<T> RunSegments(const std::vector<std::vector<T>>& inputs, DType dtype,
                            const CopyTransform& transform, std::vector<size_t>* offsets) {
   size_t total = 0;
   for (const auto& in : inputs) {
@@ -66,7 +66,7 @@ TEST(CopyKernel, ThousandsOfSegmentsAcrossLaunchesIdentity) {
     inputs.push_back(std::move(in));
   }
   std::vector<size_t> offsets;
-  const auto out = RunSegments(inputs, static_cast<int32_t>(DType::kUInt8), {}, &offsets);
+  const auto out = RunSegments(inputs, DType::kUInt8, {}, &offsets);
   for (size_t s = 0; s < inputs.size(); ++s)
     ASSERT_EQ(0, std::memcmp(out.data() + offsets[s], inputs[s].data(), inputs[s].size())) << s;
 }
@@ -74,16 +74,16 @@ TEST(CopyKernel, ThousandsOfSegmentsAcrossLaunchesIdentity) {
 TEST(CopyKernel, ScalesFloatsAndDividesIntegersLikeTheHostPath) {
   SKIP_WITHOUT_GPU();
   std::vector<size_t> offsets;
-  const auto floats = RunSegments<float>({{1, 2, 3}, {-4, 0.5f}}, static_cast<int32_t>(DType::kFloat32),
+  const auto floats = RunSegments<float>({{1, 2, 3}, {-4, 0.5f}}, DType::kFloat32,
                                          {0.25, 1}, &offsets);
   EXPECT_EQ(floats, (std::vector<float>{0.25f, 0.5f, 0.75f, -1, 0.125f}));
   offsets.clear();
   CopyTransform average;
   average.divisor = 3;
-  const auto ints = RunSegments<int32_t>({{7, -7, 9}, {2, -2}}, static_cast<int32_t>(DType::kInt32), average, &offsets);
+  const auto ints = RunSegments<int32_t>({{7, -7, 9}, {2, -2}}, DType::kInt32, average, &offsets);
   EXPECT_EQ(ints, (std::vector<int32_t>{2, -2, 3, 0, 0}));  // truncation toward zero, as in C
   offsets.clear();
-  const auto bytes = RunSegments<uint8_t>({{255, 7}}, static_cast<int32_t>(DType::kUInt8), average, &offsets);
+  const auto bytes = RunSegments<uint8_t>({{255, 7}}, DType::kUInt8, average, &offsets);
   EXPECT_EQ(bytes, (std::vector<uint8_t>{85, 2}));
 }
 
@@ -94,35 +94,35 @@ TEST(CopyKernel, ScalesIntegersAfterTheAverageTruncatingAndSaturating) {
   CopyTransform half;
   half.scale = 0.5;
   const int32_t big = std::numeric_limits<int32_t>::max();
-  EXPECT_EQ(RunSegments<int32_t>({{1, 2, 3}, {-3, big}}, static_cast<int32_t>(DType::kInt32), half, &offsets),
+  EXPECT_EQ(RunSegments<int32_t>({{1, 2, 3}, {-3, big}}, DType::kInt32, half, &offsets),
             (std::vector<int32_t>{0, 1, 1, -1, big / 2}));
   offsets.clear();
   CopyTransform average_then_triple;
   average_then_triple.divisor = 2;
   average_then_triple.scale = 3;
-  EXPECT_EQ(RunSegments<int64_t>({{7, -7}}, static_cast<int32_t>(DType::kInt64), average_then_triple, &offsets),
+  EXPECT_EQ(RunSegments<int64_t>({{7, -7}}, DType::kInt64, average_then_triple, &offsets),
             (std::vector<int64_t>{9, -9}));  // (7 / 2) * 3, not 7 * 3 / 2
   offsets.clear();
   CopyTransform thousand;
   thousand.scale = 1000;
-  EXPECT_EQ(RunSegments<int16_t>({{100, -100, 3}}, static_cast<int32_t>(DType::kInt16), thousand, &offsets),
+  EXPECT_EQ(RunSegments<int16_t>({{100, -100, 3}}, DType::kInt16, thousand, &offsets),
             (std::vector<int16_t>{32767, -32768, 3000}));
   offsets.clear();
   CopyTransform negate;
   negate.scale = -1;
-  EXPECT_EQ(RunSegments<uint8_t>({{5, 0}}, static_cast<int32_t>(DType::kUInt8), negate, &offsets),
+  EXPECT_EQ(RunSegments<uint8_t>({{5, 0}}, DType::kUInt8, negate, &offsets),
             (std::vector<uint8_t>{0, 0}));
   offsets.clear();
   CopyTransform nan;
   nan.scale = std::nan("");
-  EXPECT_EQ(RunSegments<int8_t>({{5, -5}}, static_cast<int32_t>(DType::kInt8), nan, &offsets),
+  EXPECT_EQ(RunSegments<int8_t>({{5, -5}}, DType::kInt8, nan, &offsets),
             (std::vector<int8_t>{0, 0}));
 }
 
 TEST(CopyKernel, BoolIsCopiedAsBytesAndNormalizedAtTheEndOfAReduction) {
   SKIP_WITHOUT_GPU();
   std::vector<size_t> offsets;
-  const int32_t dtype = static_cast<int32_t>(DType::kBool);
+  const DType dtype = DType::kBool;
   EXPECT_EQ(RunSegments<uint8_t>({{0, 1, 2, 255}}, dtype, {}, &offsets), (std::vector<uint8_t>{0, 1, 2, 255}));
   offsets.clear();
   CopyTransform normalize;

@@ -49,7 +49,7 @@ std::vector<float> OutputOf(tutti_request_t request, int32_t expected_device_typ
 TEST(GpuSim, TheSimulatedModuleIsTheOneLoaded) {
   EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CUDA, 1), TUTTI_OK) << LastError();
   EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CUDA, 2), TUTTI_ERR_DEVICE_UNAVAILABLE);
-  EXPECT_EQ(LastError(), "gpu sim: no device 2");
+  EXPECT_EQ(LastError(), "CUDA device 2 does not exist: this process sees 2 (CUDA_VISIBLE_DEVICES renumbers them from 0)");
   int32_t nccl = -1;
   EXPECT_EQ(tutti_nccl_version(&nccl), TUTTI_OK) << LastError();
   EXPECT_EQ(nccl, 0);  // the simulator runs without NCCL

@@ -1,27 +1,34 @@
-// A stand-in for the GPU module on machines without a GPU (tests only): "device" memory is host
-// memory, streams complete at once, and NCCL is absent. It lets the CPU machines run everything
-// of a device collective that is not CUDA or NCCL itself: the loader, producer events, tuttid's
-// path decision, the staged path with device results, stream waits, and the NCCL unique-id relay
-// up to the point where a communicator would be created (InitComm reports the id it got, so a
-// test can check that every member received the first member's). The real module is
-// gpu/cuda_module.cc; tests/gpu runs it on a GPU.
+// A stand-in for the GPU module on machines without a GPU (tests only). "Device" memory is host
+// memory; streams and events are asynchronous as a GPU's are: work runs later on the engine's
+// executor in an order the seed picks (tests/gpu_sim/sim_streams.h), so code that reads a result
+// before waiting for it, or lets two streams race, fails here as it would on a GPU. NCCL is
+// absent: InitComm reports the id it got, so a test can check that every member received the
+// first member's. What the simulator must reproduce of the real module (gpu/cuda_module.cc) is
+// written in gpu/module_api.h and checked against both by tests/gpu_conformance.
 //
 // Environment: TUTTI_SIM_GPUS, the number of devices (default 2). Device i's UUID is
 // "tutti-sim-gpu-<i>" padded to 16 bytes, so two ranks on one host and index share a GPU.
+// TUTTI_SIM_SEED and TUTTI_SIM_MAX_DELAY_US: see sim_streams.h.
+//
+// Test hooks, exported beside tutti_gpu_module_open (tests/gpu_sim/sim_hooks.h declares them):
+// user streams (what torch.cuda.Stream is to the real module), pausing the executor, the seed.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <random>
 #include <vector>
 
+#include "client/kernels/half.h"
 #include "client/kernels/reduce.h"
 #include "gpu/module_api.h"
+#include "tests/gpu_sim/sim_streams.h"
 
 namespace tutti::gpu {
 namespace {
 
-class SimEvent final : public Event {};
+using sim::Engine;
 
 // FNV-1a: a short, stable name for an id in messages.
 std::string Fingerprint(const std::string& id) {
@@ -36,23 +43,41 @@ Status NoNccl() {
   return Status(Code::kUnsupported, "gpu sim: no NCCL in the simulated GPU module");
 }
 
-class SimSetDevice final : public SetDevice {
+// One copy segment transformed as module_api.h's CopyTransform says (and copy_kernels.cu does).
+void Transform(const CopySegment& s, DType dtype, const CopyTransform& transform) {
+  const size_t bytes = s.count * ElementSize(dtype);
+  if (bytes && s.destination != s.source) std::memmove(s.destination, s.source, bytes);
+  if (dtype == DType::kBool) {
+    if (transform.normalize_bool) NormalizeBool(s.destination, s.count);
+    return;
+  }
+  if (transform.divisor != 1) DivideInPlace(s.destination, s.count, dtype, transform.divisor);
+  double scale = transform.scale;
+  // float16 in float16: the scale becomes a half (through float, as __float2half(double) does);
+  // the CPU kernel's float32 product of two halves is exact and rounds once, as __hmul does.
+  if (dtype == DType::kFloat16) scale = HalfToFloat(FloatToHalf(static_cast<float>(scale)));
+  ScaleInPlace(s.destination, s.count, dtype, scale);
+}
+
+class SimProcessSetOnDevice final : public ProcessSetOnDevice {
  public:
-  Status After(const Event&) override { return Status::Ok(); }
-  Status Copy(const std::vector<CopySegment>& segments, int32_t dtype,
+  explicit SimProcessSetOnDevice(int32_t device) : stream_(Engine::Get().NewStream(device)) {}
+  ~SimProcessSetOnDevice() override { Engine::Get().Synchronize(stream_); }
+
+  Status After(const Event& producer) override {
+    Engine::Get().EnqueueWait(stream_, producer);
+    return Status::Ok();
+  }
+  Status Copy(const std::vector<CopySegment>& segments, DType dtype,
               const CopyTransform& transform) override {
-    // As the copy kernels (gpu/copy_kernels.cu) transform: integers divide before they scale.
-    const auto type = static_cast<DType>(dtype);
-    for (const auto& s : segments) {
-      ScaleCopy(s.destination, s.source, s.count, type, 1.0);
-      if (transform.divisor != 1) DivideInPlace(s.destination, s.count, type, transform.divisor);
-      ScaleInPlace(s.destination, s.count, type, transform.scale);
-      if (transform.normalize_bool) NormalizeBool(s.destination, s.count);
-    }
+    Engine::Get().Enqueue(stream_, [segments, dtype, transform] {
+      for (const auto& s : segments) Transform(s, dtype, transform);
+    });
     return Status::Ok();
   }
   Status CopyBytes(void* destination, const void* source, size_t bytes) override {
-    if (bytes) std::memmove(destination, source, bytes);
+    if (bytes == 0 || destination == source) return Status::Ok();
+    Engine::Get().Enqueue(stream_, [=] { std::memmove(destination, source, bytes); });
     return Status::Ok();
   }
   Status FusionBuffer(size_t bytes, void** buffer) override { return Grow(&fusion_, bytes, buffer); }
@@ -64,41 +89,68 @@ class SimSetDevice final : public SetDevice {
   bool HasComm(int32_t) const override { return false; }
   Status InitComm(int32_t comm, const std::string& unique_id, int32_t nranks, int32_t rank,
                   Deadline, const Interrupt&) override {
+    if (unique_id.size() != 128)  // as the real module refuses it, before NCCL
+      return Status(Code::kInternal, "an NCCL unique id of " + std::to_string(unique_id.size()) +
+                                         " bytes arrived; NCCL needs 128");
     return Status(Code::kUnsupported,
                   "gpu sim: NCCL communicator " + std::to_string(comm) + " with id " +
                       Fingerprint(unique_id) + " as rank " + std::to_string(rank) + " of " +
                       std::to_string(nranks) + " cannot be created without NCCL");
   }
   void Bound(Deadline, Interrupt) override {}
-  Status Allreduce(int32_t, const void*, void*, size_t, int32_t, int32_t) override { return NoNccl(); }
+  Status Allreduce(int32_t, const void*, void*, size_t, DType, ReduceOp) override { return NoNccl(); }
   Status Broadcast(int32_t, void*, size_t, int32_t) override { return NoNccl(); }
   Status Allgather(int32_t, void*, const Chunks&) override { return NoNccl(); }
-  Status ReduceScatter(int32_t, void*, const Chunks&, int32_t, int32_t, int32_t) override { return NoNccl(); }
+  Status ReduceScatter(int32_t, void*, const Chunks&, int32_t, DType, ReduceOp) override { return NoNccl(); }
   Status AllToAll(int32_t, const void*, const Chunks&, void*, const Chunks&) override { return NoNccl(); }
   Status Record(std::shared_ptr<Event>* done) override {
-    *done = std::make_shared<SimEvent>();
+    *done = Engine::Get().Record(stream_);
     return Status::Ok();
   }
-  Status Wait(const Event&, Deadline, const Interrupt& interrupted) override {
-    return interrupted ? interrupted() : Status::Ok();
+  // As the real module's: the event first, then the interrupt, then the deadline.
+  Status Wait(const Event& done, Deadline deadline, const Interrupt& interrupted) override {
+    while (true) {
+      if (Engine::Get().WaitFor(done, std::min(deadline, Clock::now() + std::chrono::milliseconds(1))))
+        return Status::Ok();
+      Status stop = interrupted ? interrupted() : Status::Ok();
+      if (stop.ok() && Clock::now() >= deadline)
+        stop = Status(Code::kTimeout, "the device work did not finish before the deadline");
+      if (!stop.ok()) return stop;
+    }
   }
 
  private:
-  static Status Grow(std::vector<char>* memory, size_t bytes, void** buffer) {
-    if (memory->size() < bytes) memory->resize(bytes);
+  // As the real buffers: growing waits for the work that may still use the old memory.
+  Status Grow(std::vector<char>* memory, size_t bytes, void** buffer) {
+    if (memory->size() < bytes) {
+      Engine::Get().Synchronize(stream_);
+      std::vector<char>().swap(*memory);
+      memory->resize(bytes);
+    }
     *buffer = memory->data();
     return Status::Ok();
   }
+
+  const std::shared_ptr<sim::Stream> stream_;
   std::vector<char> fusion_, staging_;
 };
 
 class SimModule final : public Module {
  public:
-  std::string Describe() override { return "gpu sim, " + std::to_string(Devices()) + " device(s)"; }
+  std::string Describe() override {
+    return "gpu sim, " + std::to_string(Devices()) + " device(s), seed " +
+           std::to_string(Engine::Get().seed());
+  }
   int32_t NcclVersion() override { return 0; }  // the simulator runs without NCCL
+  // The real module's messages, word for word.
   Status CheckDevice(int32_t index) override {
-    if (index < 0 || index >= Devices())
-      return Status(Code::kDeviceUnavailable, "gpu sim: no device " + std::to_string(index));
+    const int devices = Devices();
+    if (devices == 0)
+      return Status(Code::kDeviceUnavailable, "no CUDA device is visible to this process");
+    if (index < 0 || index >= devices)
+      return Status(Code::kDeviceUnavailable,
+                    "CUDA device " + std::to_string(index) + " does not exist: this process sees " +
+                        std::to_string(devices) + " (CUDA_VISIBLE_DEVICES renumbers them from 0)");
     return Status::Ok();
   }
   Status DeviceUuid(int32_t index, std::string* uuid) override {
@@ -107,40 +159,118 @@ class SimModule final : public Module {
     uuid->assign(text, 16);
     return Status::Ok();
   }
-  Status RecordEvent(int32_t, void*, std::shared_ptr<Event>* event) override {
-    *event = std::make_shared<SimEvent>();
+  Status RecordEvent(int32_t index, void* stream, std::shared_ptr<Event>* event) override {
+    std::shared_ptr<sim::Stream> on;
+    TUTTI_RETURN_IF_ERROR(Find(index, stream, &on));
+    *event = Engine::Get().Record(on);
     return Status::Ok();
   }
-  Status StreamWait(void*, const Event&) override { return Status::Ok(); }
+  Status StreamWait(void* stream, const Event& event) override {
+    std::shared_ptr<sim::Stream> on;
+    const int32_t device = static_cast<const sim::SimEvent&>(event).stream()->device();
+    TUTTI_RETURN_IF_ERROR(Find(device, stream, &on));
+    Engine::Get().EnqueueWait(on, event);
+    return Status::Ok();
+  }
   Status UniqueId(std::string* id) override {
     std::random_device random;
     id->resize(128);
     for (auto& c : *id) c = static_cast<char>(random());
     return Status::Ok();
   }
-  Status OpenSetDevice(int32_t, std::unique_ptr<SetDevice>* set_device) override {
-    *set_device = std::make_unique<SimSetDevice>();
+  Status OpenProcessSet(int32_t index, std::unique_ptr<ProcessSetOnDevice>* on_device) override {
+    *on_device = std::make_unique<SimProcessSetOnDevice>(index);
     return Status::Ok();
   }
-  void Free(int32_t, void* buffer) override { std::free(buffer); }
+  // cudaFree waits for the device's work: so does this.
+  void Free(int32_t index, void* buffer) override {
+    if (buffer == nullptr) return;
+    Engine::Get().SynchronizeDevice(index);
+    std::free(buffer);
+  }
+
+  // User streams, as the test hooks make them.
+  void* CreateStream(int32_t device) {
+    auto stream = Engine::Get().NewStream(device);
+    std::lock_guard<std::mutex> lock(mu_);
+    user_streams_[stream.get()] = stream;
+    return stream.get();
+  }
+  void DestroyStream(void* handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    user_streams_.erase(handle);  // its queued work still runs (the engine holds it until then)
+  }
+  std::shared_ptr<sim::Stream> UserStream(void* handle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto found = user_streams_.find(handle);
+    return found == user_streams_.end() ? nullptr : found->second;
+  }
 
  private:
   static int Devices() {
     const char* given = std::getenv("TUTTI_SIM_GPUS");
     return given ? std::atoi(given) : 2;
   }
+  // NULL is the device's default stream; anything else must be a stream the hooks made.
+  Status Find(int32_t device, void* handle, std::shared_ptr<sim::Stream>* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (handle == nullptr) {
+      auto& stream = default_streams_[device];
+      if (!stream) stream = Engine::Get().NewStream(device);
+      *out = stream;
+      return Status::Ok();
+    }
+    auto found = user_streams_.find(handle);
+    if (found == user_streams_.end())
+      return Status(Code::kInvalidArgument, "gpu sim: not a stream of the simulator");
+    *out = found->second;
+    return Status::Ok();
+  }
+
+  std::mutex mu_;
+  std::map<int32_t, std::shared_ptr<sim::Stream>> default_streams_;  // guarded by mu_
+  std::map<void*, std::shared_ptr<sim::Stream>> user_streams_;       // guarded by mu_
 };
+
+SimModule& Instance() {
+  static SimModule* instance = new SimModule();  // never destroyed: events outlive statics
+  return *instance;
+}
 
 }  // namespace
 }  // namespace tutti::gpu
 
-extern "C" __attribute__((visibility("default"))) int tutti_gpu_module_open(
-    int api, tutti::gpu::Module** module, char* error, size_t error_size) {
+#define TUTTI_SIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+TUTTI_SIM_EXPORT int tutti_gpu_module_open(int api, tutti::gpu::Module** module, char* error,
+                                           size_t error_size) {
   if (api != tutti::gpu::kModuleApi) {
     std::snprintf(error, error_size, "gpu sim speaks module API %d, not %d", tutti::gpu::kModuleApi, api);
     return 1;
   }
-  static tutti::gpu::SimModule instance;
-  *module = &instance;
+  *module = &tutti::gpu::Instance();
   return 0;
 }
+
+TUTTI_SIM_EXPORT void* tutti_sim_stream_create(int32_t device) {
+  return tutti::gpu::Instance().CreateStream(device);
+}
+
+TUTTI_SIM_EXPORT void tutti_sim_stream_destroy(void* stream) {
+  tutti::gpu::Instance().DestroyStream(stream);
+}
+
+TUTTI_SIM_EXPORT int tutti_sim_stream_synchronize(void* stream) {
+  auto found = tutti::gpu::Instance().UserStream(stream);
+  if (!found) return 1;
+  tutti::gpu::sim::Engine::Get().Synchronize(found);
+  return 0;
+}
+
+TUTTI_SIM_EXPORT void tutti_sim_device_synchronize(int32_t device) {
+  tutti::gpu::sim::Engine::Get().SynchronizeDevice(device);
+}
+
+TUTTI_SIM_EXPORT void tutti_sim_pause(int paused) { tutti::gpu::sim::Engine::Get().Pause(paused != 0); }
+
+TUTTI_SIM_EXPORT uint64_t tutti_sim_seed() { return tutti::gpu::sim::Engine::Get().seed(); }

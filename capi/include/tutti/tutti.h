@@ -429,7 +429,9 @@ TUTTI_API tutti_status_t tutti_request_wait(tutti_request_t request, int64_t tim
 
 /* The result of a completed allgather, reducescatter or alltoall: fills `output` (whose
  * struct_size the caller sets) with a pointer to data and shape owned by the request, valid until
- * tutti_request_free(). */
+ * tutti_request_free(). A device request's result may be read as soon as
+ * tutti_request_stream_wait() returned TUTTI_OK: its bytes are there for that stream's later
+ * work. TUTTI_IN_PROGRESS (and `output` untouched) before that. */
 TUTTI_API tutti_status_t tutti_request_output(tutti_request_t request, tutti_tensor_t* output);
 
 /* The result of the index-th tensor of a completed grouped allgather. */

@@ -1,4 +1,4 @@
-#include "gpu/set_device.h"
+#include "gpu/process_set_on_device.h"
 
 #include <cstring>
 #include <thread>
@@ -15,8 +15,8 @@ namespace {
 // NCCL has no bool and no 16-bit integer. bool reduces as bytes, its logic made of max and min
 // (NcclOp); int16 reductions are refused at submission (client/submission_checks.cc) and here
 // (Reducible). What does not reduce (broadcast, allgather, alltoall) moves as bytes anyway.
-ncclDataType_t NcclType(int32_t dtype) {
-  switch (static_cast<DType>(dtype)) {
+ncclDataType_t NcclType(DType dtype) {
+  switch (dtype) {
     case DType::kFloat16: return ncclFloat16;
     case DType::kBFloat16: return ncclBfloat16;
     case DType::kFloat32: return ncclFloat32;
@@ -31,8 +31,8 @@ ncclDataType_t NcclType(int32_t dtype) {
   return ncclUint8;
 }
 
-Status Reducible(int32_t dtype) {
-  if (static_cast<DType>(dtype) != DType::kInt16) return Status::Ok();
+Status Reducible(DType dtype) {
+  if (dtype != DType::kInt16) return Status::Ok();
   return Status(Code::kUnsupported, "NCCL cannot reduce int16 (it has no 16-bit integer type)");
 }
 
@@ -40,12 +40,9 @@ Status Reducible(int32_t dtype) {
 // the CPU path does, so both paths give the same integer results. bool: "or" (sum, max) is the
 // bytes' max and "and" (min, product) their min, for any nonzero bytes; the copy out makes the
 // result 0 or 1 (CopyTransform::normalize_bool).
-ncclRedOp_t NcclOp(int32_t dtype, int32_t op) {
-  if (static_cast<DType>(dtype) == DType::kBool) {
-    const auto logic = static_cast<ReduceOp>(op);
-    return logic == ReduceOp::kMin || logic == ReduceOp::kProduct ? ncclMin : ncclMax;
-  }
-  switch (static_cast<ReduceOp>(op)) {
+ncclRedOp_t NcclOp(DType dtype, ReduceOp op) {
+  if (dtype == DType::kBool) return op == ReduceOp::kMin || op == ReduceOp::kProduct ? ncclMin : ncclMax;
+  switch (op) {
     case ReduceOp::kMin: return ncclMin;
     case ReduceOp::kMax: return ncclMax;
     case ReduceOp::kProduct: return ncclProd;
@@ -68,15 +65,15 @@ constexpr auto kPoll = std::chrono::microseconds(20);
 
 }  // namespace
 
-Status CudaSetDevice::Open(int device, std::unique_ptr<SetDevice>* out) {
+Status CudaProcessSetOnDevice::Open(int device, std::unique_ptr<ProcessSetOnDevice>* out) {
   DeviceGuard guard(device);
   cudaStream_t stream;
   TUTTI_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  out->reset(new CudaSetDevice(device, stream));
+  out->reset(new CudaProcessSetOnDevice(device, stream));
   return Status::Ok();
 }
 
-CudaSetDevice::~CudaSetDevice() {
+CudaProcessSetOnDevice::~CudaProcessSetOnDevice() {
   DeviceGuard guard(device_);
   cudaStreamSynchronize(stream_);
   const auto deadline = Clock::now() + std::chrono::seconds(5);
@@ -96,27 +93,27 @@ CudaSetDevice::~CudaSetDevice() {
   cudaStreamDestroy(stream_);
 }
 
-Status CudaSetDevice::After(const Event& producer) {
+Status CudaProcessSetOnDevice::After(const Event& producer) {
   DeviceGuard guard(device_);
   TUTTI_CUDA(cudaStreamWaitEvent(stream_, static_cast<const CudaEvent&>(producer).get(), 0));
   return Status::Ok();
 }
 
-Status CudaSetDevice::Copy(const std::vector<CopySegment>& segments, int32_t dtype,
+Status CudaProcessSetOnDevice::Copy(const std::vector<CopySegment>& segments, DType dtype,
                            const CopyTransform& transform) {
   DeviceGuard guard(device_);
   return FromCuda(LaunchBatchedCopy(segments.data(), segments.size(), dtype, transform, stream_),
                   "the batched copy kernel");
 }
 
-Status CudaSetDevice::CopyBytes(void* destination, const void* source, size_t bytes) {
+Status CudaProcessSetOnDevice::CopyBytes(void* destination, const void* source, size_t bytes) {
   if (bytes == 0 || destination == source) return Status::Ok();
   DeviceGuard guard(device_);
   TUTTI_CUDA(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDefault, stream_));
   return Status::Ok();
 }
 
-Status CudaSetDevice::FusionBuffer(size_t bytes, void** buffer) {
+Status CudaProcessSetOnDevice::FusionBuffer(size_t bytes, void** buffer) {
   if (bytes > fusion_bytes_) {
     DeviceGuard guard(device_);
     if (fusion_) TUTTI_CUDA(cudaFree(fusion_));  // waits for the work still using it
@@ -129,7 +126,7 @@ Status CudaSetDevice::FusionBuffer(size_t bytes, void** buffer) {
   return Status::Ok();
 }
 
-Status CudaSetDevice::StagingBuffer(size_t bytes, void** buffer) {
+Status CudaProcessSetOnDevice::StagingBuffer(size_t bytes, void** buffer) {
   if (bytes > staging_bytes_) {
     DeviceGuard guard(device_);
     if (staging_) {
@@ -145,7 +142,7 @@ Status CudaSetDevice::StagingBuffer(size_t bytes, void** buffer) {
   return Status::Ok();
 }
 
-Status CudaSetDevice::AllocateResult(size_t bytes, void** buffer) {
+Status CudaProcessSetOnDevice::AllocateResult(size_t bytes, void** buffer) {
   DeviceGuard guard(device_);
   *buffer = nullptr;
   if (bytes == 0) return Status::Ok();
@@ -153,7 +150,7 @@ Status CudaSetDevice::AllocateResult(size_t bytes, void** buffer) {
   return Status::Ok();
 }
 
-Status CudaSetDevice::InitComm(int32_t comm, const std::string& unique_id, int32_t nranks,
+Status CudaProcessSetOnDevice::InitComm(int32_t comm, const std::string& unique_id, int32_t nranks,
                                int32_t rank, Deadline deadline, const Interrupt& interrupted) {
   ncclUniqueId id;
   if (unique_id.size() != sizeof(id.internal))
@@ -190,12 +187,12 @@ Status CudaSetDevice::InitComm(int32_t comm, const std::string& unique_id, int32
   return Status::Ok();
 }
 
-void CudaSetDevice::Bound(Deadline deadline, Interrupt interrupted) {
+void CudaProcessSetOnDevice::Bound(Deadline deadline, Interrupt interrupted) {
   bound_deadline_ = deadline;
   bound_interrupt_ = std::move(interrupted);
 }
 
-Status CudaSetDevice::Comm(int32_t comm, ncclComm_t* out) const {
+Status CudaProcessSetOnDevice::Comm(int32_t comm, ncclComm_t* out) const {
   auto found = comms_.find(comm);
   if (found == comms_.end())
     return Status(Code::kInternal, "no NCCL communicator for device group " + std::to_string(comm));
@@ -203,7 +200,7 @@ Status CudaSetDevice::Comm(int32_t comm, ncclComm_t* out) const {
   return Status::Ok();
 }
 
-Status CudaSetDevice::Settle(ncclComm_t comm, const char* call) {
+Status CudaProcessSetOnDevice::Settle(ncclComm_t comm, const char* call) {
   while (true) {
     ncclResult_t state;
     const ncclResult_t queried = ncclCommGetAsyncError(comm, &state);
@@ -224,8 +221,8 @@ Status CudaSetDevice::Settle(ncclComm_t comm, const char* call) {
   }
 }
 
-Status CudaSetDevice::Allreduce(int32_t key, const void* send, void* receive, size_t count,
-                                int32_t dtype, int32_t op) {
+Status CudaProcessSetOnDevice::Allreduce(int32_t key, const void* send, void* receive, size_t count,
+                                DType dtype, ReduceOp op) {
   TUTTI_RETURN_IF_ERROR(Reducible(dtype));
   ncclComm_t comm;
   TUTTI_RETURN_IF_ERROR(Comm(key, &comm));
@@ -234,7 +231,7 @@ Status CudaSetDevice::Allreduce(int32_t key, const void* send, void* receive, si
   return Settle(comm, "ncclAllReduce");
 }
 
-Status CudaSetDevice::Broadcast(int32_t key, void* buffer, size_t bytes, int32_t root) {
+Status CudaProcessSetOnDevice::Broadcast(int32_t key, void* buffer, size_t bytes, int32_t root) {
   ncclComm_t comm;
   TUTTI_RETURN_IF_ERROR(Comm(key, &comm));
   DeviceGuard guard(device_);
@@ -242,7 +239,7 @@ Status CudaSetDevice::Broadcast(int32_t key, void* buffer, size_t bytes, int32_t
   return Settle(comm, "ncclBroadcast");
 }
 
-Status CudaSetDevice::Allgather(int32_t key, void* buffer, const Chunks& chunks) {
+Status CudaProcessSetOnDevice::Allgather(int32_t key, void* buffer, const Chunks& chunks) {
   ncclComm_t comm;
   TUTTI_RETURN_IF_ERROR(Comm(key, &comm));
   DeviceGuard guard(device_);
@@ -264,13 +261,13 @@ Status CudaSetDevice::Allgather(int32_t key, void* buffer, const Chunks& chunks)
   return Settle(comm, "ncclBroadcast (allgather of uneven chunks)");
 }
 
-Status CudaSetDevice::ReduceScatter(int32_t key, void* buffer, const Chunks& chunks, int32_t self,
-                                    int32_t dtype, int32_t op) {
+Status CudaProcessSetOnDevice::ReduceScatter(int32_t key, void* buffer, const Chunks& chunks, int32_t self,
+                                    DType dtype, ReduceOp op) {
   TUTTI_RETURN_IF_ERROR(Reducible(dtype));
   ncclComm_t comm;
   TUTTI_RETURN_IF_ERROR(Comm(key, &comm));
   DeviceGuard guard(device_);
-  const size_t element = ElementSize(static_cast<DType>(dtype));
+  const size_t element = ElementSize(dtype);
   if (EvenAndContiguous(chunks)) {
     TUTTI_NCCL(ncclReduceScatter(At(buffer, chunks.begin[0]), At(buffer, chunks.begin[self]),
                                  chunks.size[0] / element, NcclType(dtype), NcclOp(dtype, op), comm,
@@ -287,7 +284,7 @@ Status CudaSetDevice::ReduceScatter(int32_t key, void* buffer, const Chunks& chu
   return Settle(comm, "ncclReduce (reducescatter of uneven chunks)");
 }
 
-Status CudaSetDevice::AllToAll(int32_t key, const void* send, const Chunks& send_chunks,
+Status CudaProcessSetOnDevice::AllToAll(int32_t key, const void* send, const Chunks& send_chunks,
                                void* receive, const Chunks& recv_chunks) {
   ncclComm_t comm;
   TUTTI_RETURN_IF_ERROR(Comm(key, &comm));
@@ -305,11 +302,11 @@ Status CudaSetDevice::AllToAll(int32_t key, const void* send, const Chunks& send
   return Settle(comm, "ncclSend/ncclRecv (alltoall)");
 }
 
-Status CudaSetDevice::Record(std::shared_ptr<Event>* done) {
+Status CudaProcessSetOnDevice::Record(std::shared_ptr<Event>* done) {
   return CudaEvent::Record(device_, stream_, done);
 }
 
-Status CudaSetDevice::AsyncError() {
+Status CudaProcessSetOnDevice::AsyncError() {
   for (auto& [key, comm] : comms_) {
     ncclResult_t state;
     const ncclResult_t queried = ncclCommGetAsyncError(comm, &state);
@@ -322,7 +319,7 @@ Status CudaSetDevice::AsyncError() {
   return Status::Ok();
 }
 
-Status CudaSetDevice::Wait(const Event& done, Deadline deadline, const Interrupt& interrupted) {
+Status CudaProcessSetOnDevice::Wait(const Event& done, Deadline deadline, const Interrupt& interrupted) {
   DeviceGuard guard(device_);
   const cudaEvent_t event = static_cast<const CudaEvent&>(done).get();
   while (true) {
@@ -344,7 +341,7 @@ Status CudaSetDevice::Wait(const Event& done, Deadline deadline, const Interrupt
   }
 }
 
-void CudaSetDevice::AbortComms() {
+void CudaProcessSetOnDevice::AbortComms() {
   // An aborted communicator is unusable; the lane reports the set broken and the next collective
   // on it, if any, fails before reaching NCCL.
   for (auto& [key, comm] : comms_) ncclCommAbort(comm);

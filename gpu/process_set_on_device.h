@@ -1,4 +1,4 @@
-// SetDevice on CUDA and NCCL: one process set's stream, buffers and communicators on one device.
+// ProcessSetOnDevice on CUDA and NCCL: one process set's stream, buffers and communicators on one device.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,16 +10,16 @@
 
 namespace tutti::gpu {
 
-class CudaSetDevice final : public SetDevice {
+class CudaProcessSetOnDevice final : public ProcessSetOnDevice {
  public:
   // Creates the set's non-blocking stream on `device`.
-  static Status Open(int device, std::unique_ptr<SetDevice>* out);
+  static Status Open(int device, std::unique_ptr<ProcessSetOnDevice>* out);
   // Waits for the set's work, then finalizes and destroys its communicators (aborts those that
   // do not finish within a few seconds) and frees its buffers.
-  ~CudaSetDevice() override;
+  ~CudaProcessSetOnDevice() override;
 
   Status After(const Event& producer) override;
-  Status Copy(const std::vector<CopySegment>& segments, int32_t dtype,
+  Status Copy(const std::vector<CopySegment>& segments, DType dtype,
               const CopyTransform& transform) override;
   Status CopyBytes(void* destination, const void* source, size_t bytes) override;
   Status FusionBuffer(size_t bytes, void** buffer) override;
@@ -30,12 +30,12 @@ class CudaSetDevice final : public SetDevice {
   Status InitComm(int32_t comm, const std::string& unique_id, int32_t nranks, int32_t rank,
                   Deadline deadline, const Interrupt& interrupted) override;
   void Bound(Deadline deadline, Interrupt interrupted) override;
-  Status Allreduce(int32_t comm, const void* send, void* receive, size_t count, int32_t dtype,
-                   int32_t op) override;
+  Status Allreduce(int32_t comm, const void* send, void* receive, size_t count, DType dtype,
+                   ReduceOp op) override;
   Status Broadcast(int32_t comm, void* buffer, size_t bytes, int32_t root) override;
   Status Allgather(int32_t comm, void* buffer, const Chunks& chunks) override;
   Status ReduceScatter(int32_t comm, void* buffer, const Chunks& chunks, int32_t self,
-                       int32_t dtype, int32_t op) override;
+                       DType dtype, ReduceOp op) override;
   Status AllToAll(int32_t comm, const void* send, const Chunks& send_chunks, void* receive,
                   const Chunks& recv_chunks) override;
 
@@ -43,7 +43,7 @@ class CudaSetDevice final : public SetDevice {
   Status Wait(const Event& done, Deadline deadline, const Interrupt& interrupted) override;
 
  private:
-  CudaSetDevice(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  CudaProcessSetOnDevice(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
   Status Comm(int32_t comm, ncclComm_t* out) const;
   // Polls a non-blocking communicator until the call just made on it left ncclInProgress, within
   // the bound; aborts every communicator on an error, the interrupt or the deadline.

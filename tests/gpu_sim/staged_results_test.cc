@@ -1,0 +1,322 @@
+// Every collective and dtype on two ranks sharing (simulated) GPU 0, as PyTorch calls them:
+// submit, order a stream of the caller's after the request (tutti_request_stream_wait), read the
+// result's descriptor at once (tutti_request_output), then the bytes once that stream ran. The
+// simulator runs device work later than the calls that queue it, so a result read before the
+// library published it fails here as it did on the H200 (issue 40: after a staged collective
+// tutti_request_output answered IN_PROGRESS with the descriptor untouched, which Python read as
+// dtype 0 on the CPU).
+#include <tutti/tutti.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "client/kernels/half.h"
+#include "gpu_sim/sim_hooks.h"
+#include "multiproc/cluster.h"
+#include "multiproc/in_process_job.h"
+
+namespace tutti::testing {
+namespace {
+
+constexpr int kRanks = 2;
+constexpr int64_t kWaitMs = 60000;
+
+std::string LastError() { return tutti_last_error(); }
+
+const int32_t kDTypes[] = {TUTTI_DTYPE_FLOAT16, TUTTI_DTYPE_BFLOAT16, TUTTI_DTYPE_FLOAT32,
+                           TUTTI_DTYPE_FLOAT64, TUTTI_DTYPE_INT8,     TUTTI_DTYPE_UINT8,
+                           TUTTI_DTYPE_INT32,   TUTTI_DTYPE_INT64,    TUTTI_DTYPE_INT16,
+                           TUTTI_DTYPE_BOOL};
+
+size_t SizeOf(int32_t dtype) {
+  switch (dtype) {
+    case TUTTI_DTYPE_FLOAT64: case TUTTI_DTYPE_INT64: return 8;
+    case TUTTI_DTYPE_FLOAT32: case TUTTI_DTYPE_INT32: return 4;
+    case TUTTI_DTYPE_FLOAT16: case TUTTI_DTYPE_BFLOAT16: case TUTTI_DTYPE_INT16: return 2;
+    default: return 1;
+  }
+}
+
+// Small whole numbers, exact in every dtype.
+void Put(int32_t dtype, void* at, double v) {
+  switch (dtype) {
+    case TUTTI_DTYPE_FLOAT16: { uint16_t h = FloatToHalf(static_cast<float>(v)); std::memcpy(at, &h, 2); break; }
+    case TUTTI_DTYPE_BFLOAT16: { uint16_t b = FloatToBFloat16(static_cast<float>(v)); std::memcpy(at, &b, 2); break; }
+    case TUTTI_DTYPE_FLOAT32: { float f = static_cast<float>(v); std::memcpy(at, &f, 4); break; }
+    case TUTTI_DTYPE_FLOAT64: std::memcpy(at, &v, 8); break;
+    case TUTTI_DTYPE_INT8: *static_cast<int8_t*>(at) = static_cast<int8_t>(v); break;
+    case TUTTI_DTYPE_UINT8: *static_cast<uint8_t*>(at) = static_cast<uint8_t>(v); break;
+    case TUTTI_DTYPE_INT16: { int16_t i = static_cast<int16_t>(v); std::memcpy(at, &i, 2); break; }
+    case TUTTI_DTYPE_INT32: { int32_t i = static_cast<int32_t>(v); std::memcpy(at, &i, 4); break; }
+    case TUTTI_DTYPE_INT64: { int64_t i = static_cast<int64_t>(v); std::memcpy(at, &i, 8); break; }
+    case TUTTI_DTYPE_BOOL: *static_cast<uint8_t*>(at) = v != 0 ? 1 : 0; break;
+  }
+}
+
+// A tensor in (simulated) device memory of cuda:0: the simulator's device memory is host memory.
+struct DeviceTensor {
+  DeviceTensor(int32_t dtype, std::vector<int64_t> dims) : shape(std::move(dims)) {
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    bytes.assign(static_cast<size_t>(count) * SizeOf(dtype), 0);
+    desc.data = bytes.data();
+    desc.dtype = dtype;
+    desc.ndim = static_cast<int32_t>(shape.size());
+    desc.shape = shape.data();
+    desc.device_type = TUTTI_DEVICE_CUDA;
+    desc.device_index = 0;
+  }
+  int64_t rows() const { return shape[0]; }
+  std::vector<char> bytes;
+  std::vector<int64_t> shape;
+  tutti_tensor_t desc = TUTTI_TENSOR_INIT;
+};
+
+// Rank r's value at flat index i of tensor k (bool: alternating, so that "or" differs from each).
+double Value(int32_t dtype, int r, int k, int64_t i) {
+  if (dtype == TUTTI_DTYPE_BOOL) return (i + r + k) % 2;
+  return static_cast<double>((i + k) % 5 + r + 1);
+}
+
+std::vector<char> Bytes(int32_t dtype, const std::vector<double>& values) {
+  std::vector<char> out(values.size() * SizeOf(dtype));
+  for (size_t i = 0; i < values.size(); ++i) Put(dtype, out.data() + i * SizeOf(dtype), values[i]);
+  return out;
+}
+
+void Fill(DeviceTensor& t, int r, int k) {
+  const size_t n = t.bytes.size() / SizeOf(t.desc.dtype);
+  for (size_t i = 0; i < n; ++i) Put(t.desc.dtype, t.bytes.data() + i * SizeOf(t.desc.dtype), Value(t.desc.dtype, r, k, i));
+}
+
+class StagedResults : public ::testing::TestWithParam<int32_t> {
+ protected:
+  static void SetUpTestSuite() { hooks_ = new SimHooks(SimHooks::Of(TUTTI_SIM_MODULE_PATH)); }
+  void SetUp() override {
+    for (int r = 0; r < kRanks; ++r) streams_[r] = hooks_->stream_create(0);
+  }
+  void TearDown() override {
+    for (void* stream : streams_) hooks_->stream_destroy(stream);
+  }
+
+  // Orders rank r's stream after the request, checks the request-owned result's descriptor at
+  // once, then its bytes after the stream ran; returns nothing (failures are recorded).
+  void ExpectOutput(int r, tutti_request_t request, int32_t dtype, const std::vector<int64_t>& shape,
+                    const std::vector<char>& bytes, int index = -1) {
+    tutti_tensor_t out = TUTTI_TENSOR_INIT;
+    const tutti_status_t read = index < 0 ? tutti_request_output(request, &out)
+                                          : tutti_request_output_at(request, index, &out);
+    ASSERT_EQ(read, TUTTI_OK) << "rank " << r << ": " << LastError();
+    EXPECT_EQ(out.dtype, dtype) << "rank " << r;
+    EXPECT_EQ(out.device_type, TUTTI_DEVICE_CUDA) << "rank " << r;
+    EXPECT_EQ(out.device_index, 0) << "rank " << r;
+    ASSERT_EQ(std::vector<int64_t>(out.shape, out.shape + out.ndim), shape) << "rank " << r;
+    ASSERT_EQ(hooks_->stream_synchronize(streams_[r]), 0);
+    ASSERT_EQ(std::vector<char>(static_cast<const char*>(out.data),
+                                static_cast<const char*>(out.data) + bytes.size()),
+              bytes)
+        << "rank " << r;
+  }
+
+  // stream_wait on every rank's request, then `check` per rank, then the host wait and free.
+  template <typename Check>
+  void Settle(tutti_request_t (&requests)[kRanks], Check check) {
+    for (int r = 0; r < kRanks; ++r)
+      ASSERT_EQ(tutti_request_stream_wait(requests[r], streams_[r], kWaitMs), TUTTI_OK)
+          << "rank " << r << ": " << LastError();
+    for (int r = 0; r < kRanks; ++r) check(r, requests[r]);
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_EQ(tutti_request_wait(requests[r], kWaitMs), TUTTI_OK) << LastError();
+      tutti_request_free(requests[r]);
+    }
+  }
+
+  static SimHooks* hooks_;
+  void* streams_[kRanks] = {};
+};
+
+SimHooks* StagedResults::hooks_ = nullptr;
+
+bool Reducible(int32_t dtype) { return dtype != TUTTI_DTYPE_INT16; }  // NCCL has no int16
+
+TEST_P(StagedResults, EveryCollectiveGivesTheRightDeviceResultOnEveryRank) {
+  const int32_t dtype = GetParam();
+  Tuttid tuttid;
+  InProcessJob job(tuttid, kRanks, kWaitMs);
+  const int64_t columns = 3;
+
+  // allreduce, out of place into a caller-owned device tensor (bool: "or").
+  if (Reducible(dtype)) {
+    std::vector<DeviceTensor> in, out;
+    for (int r = 0; r < kRanks; ++r) {
+      in.emplace_back(dtype, std::vector<int64_t>{4, columns});
+      out.emplace_back(dtype, std::vector<int64_t>{4, columns});
+      Fill(in[r], r, 0);
+    }
+    tutti_request_t requests[kRanks];
+    for (int r = 0; r < kRanks; ++r)
+      ASSERT_EQ(tutti_allreduce(job[r], "allreduce", TUTTI_WORLD, &in[r].desc, &out[r].desc, nullptr, &requests[r]),
+                TUTTI_OK) << LastError();
+    std::vector<double> sum(12);
+    for (int64_t i = 0; i < 12; ++i)
+      sum[i] = dtype == TUTTI_DTYPE_BOOL ? (Value(dtype, 0, 0, i) || Value(dtype, 1, 0, i))
+                                         : Value(dtype, 0, 0, i) + Value(dtype, 1, 0, i);
+    Settle(requests, [&](int r, tutti_request_t) {
+      ASSERT_EQ(hooks_->stream_synchronize(streams_[r]), 0);
+      EXPECT_EQ(out[r].bytes, Bytes(dtype, sum)) << "allreduce, rank " << r;
+    });
+  }
+
+  // broadcast in place from rank 1.
+  {
+    std::vector<DeviceTensor> t;
+    for (int r = 0; r < kRanks; ++r) {
+      t.emplace_back(dtype, std::vector<int64_t>{5});
+      Fill(t[r], r, 1);
+    }
+    const std::vector<char> root = t[1].bytes;
+    tutti_request_t requests[kRanks];
+    for (int r = 0; r < kRanks; ++r)
+      ASSERT_EQ(tutti_broadcast(job[r], "broadcast", TUTTI_WORLD, &t[r].desc, 1, &requests[r]), TUTTI_OK)
+          << LastError();
+    Settle(requests, [&](int r, tutti_request_t) {
+      ASSERT_EQ(hooks_->stream_synchronize(streams_[r]), 0);
+      EXPECT_EQ(t[r].bytes, root) << "broadcast, rank " << r;
+    });
+  }
+
+  // allgather of uneven rows: rank r gives r + 2 rows.
+  {
+    std::vector<DeviceTensor> t;
+    std::vector<char> gathered;
+    for (int r = 0; r < kRanks; ++r) {
+      t.emplace_back(dtype, std::vector<int64_t>{r + 2, columns});
+      Fill(t[r], r, 2);
+      gathered.insert(gathered.end(), t[r].bytes.begin(), t[r].bytes.end());
+    }
+    tutti_request_t requests[kRanks];
+    for (int r = 0; r < kRanks; ++r)
+      ASSERT_EQ(tutti_allgather(job[r], "allgather", TUTTI_WORLD, &t[r].desc, &requests[r]), TUTTI_OK)
+          << LastError();
+    Settle(requests, [&](int r, tutti_request_t request) {
+      ExpectOutput(r, request, dtype, {5, columns}, gathered);
+    });
+  }
+
+  // reducescatter of 4 rows: 2 each.
+  if (Reducible(dtype)) {
+    std::vector<DeviceTensor> t;
+    for (int r = 0; r < kRanks; ++r) {
+      t.emplace_back(dtype, std::vector<int64_t>{4, columns});
+      Fill(t[r], r, 3);
+    }
+    tutti_request_t requests[kRanks];
+    for (int r = 0; r < kRanks; ++r)
+      ASSERT_EQ(tutti_reducescatter(job[r], "reducescatter", TUTTI_WORLD, &t[r].desc, nullptr, &requests[r]),
+                TUTTI_OK) << LastError();
+    Settle(requests, [&](int r, tutti_request_t request) {
+      std::vector<double> mine;
+      for (int64_t i = r * 2 * columns; i < (r + 1) * 2 * columns; ++i)
+        mine.push_back(dtype == TUTTI_DTYPE_BOOL ? (Value(dtype, 0, 3, i) || Value(dtype, 1, 3, i))
+                                                 : Value(dtype, 0, 3, i) + Value(dtype, 1, 3, i));
+      ExpectOutput(r, request, dtype, {2, columns}, Bytes(dtype, mine));
+    });
+  } else {
+    DeviceTensor t(dtype, {4, columns});
+    tutti_request_t request;
+    EXPECT_EQ(tutti_reducescatter(job[0], "reducescatter", TUTTI_WORLD, &t.desc, nullptr, &request),
+              TUTTI_ERR_UNSUPPORTED);
+  }
+
+  // alltoall: rank r sends 1 + j rows to member j.
+  {
+    std::vector<DeviceTensor> t;
+    for (int r = 0; r < kRanks; ++r) {
+      t.emplace_back(dtype, std::vector<int64_t>{3, columns});  // 1 + 2 rows
+      Fill(t[r], r, 4);
+    }
+    const int64_t splits[] = {1, 2};
+    tutti_request_t requests[kRanks];
+    for (int r = 0; r < kRanks; ++r)
+      ASSERT_EQ(tutti_alltoall(job[r], "alltoall", TUTTI_WORLD, &t[r].desc, splits, 2, &requests[r]), TUTTI_OK)
+          << LastError();
+    Settle(requests, [&](int r, tutti_request_t request) {
+      // From each member j: its rows for r, which start after the rows it sent to earlier members.
+      std::vector<char> expected;
+      const size_t row = columns * SizeOf(dtype);
+      for (int j = 0; j < kRanks; ++j) {
+        const size_t first = r == 0 ? 0 : 1;
+        expected.insert(expected.end(), t[j].bytes.begin() + first * row,
+                        t[j].bytes.begin() + (first + splits[r]) * row);
+      }
+      ExpectOutput(r, request, dtype, {2 * splits[r], columns}, expected);
+      int64_t received[4];
+      int32_t count = 0;
+      ASSERT_EQ(tutti_request_received_splits(request, received, 4, &count), TUTTI_OK) << LastError();
+      EXPECT_EQ(std::vector<int64_t>(received, received + count), (std::vector<int64_t>{splits[r], splits[r]}));
+    });
+  }
+
+  // grouped allgather of two tensors: results read per index.
+  {
+    std::vector<std::vector<DeviceTensor>> t(kRanks);
+    std::vector<char> gathered[2];
+    for (int r = 0; r < kRanks; ++r)
+      for (int k = 0; k < 2; ++k) {
+        t[r].emplace_back(dtype, std::vector<int64_t>{1 + k, columns});
+        Fill(t[r][k], r, 5 + k);
+      }
+    for (int k = 0; k < 2; ++k)
+      for (int r = 0; r < kRanks; ++r) gathered[k].insert(gathered[k].end(), t[r][k].bytes.begin(), t[r][k].bytes.end());
+    tutti_request_t requests[kRanks];
+    for (int r = 0; r < kRanks; ++r) {
+      tutti_tensor_t descs[] = {t[r][0].desc, t[r][1].desc};
+      ASSERT_EQ(tutti_grouped_allgather(job[r], "grouped allgather", TUTTI_WORLD, 2, descs, &requests[r]),
+                TUTTI_OK) << LastError();
+    }
+    Settle(requests, [&](int r, tutti_request_t request) {
+      for (int k = 0; k < 2; ++k) ExpectOutput(r, request, dtype, {2 * (1 + k), columns}, gathered[k], k);
+    });
+  }
+
+  // grouped allreduce in place: fused through the staging buffer.
+  if (Reducible(dtype)) {
+    std::vector<std::vector<DeviceTensor>> t(kRanks);
+    for (int r = 0; r < kRanks; ++r)
+      for (int k = 0; k < 3; ++k) {
+        t[r].emplace_back(dtype, std::vector<int64_t>{7 + k});
+        Fill(t[r][k], r, 7 + k);
+      }
+    tutti_request_t requests[kRanks];
+    for (int r = 0; r < kRanks; ++r) {
+      tutti_tensor_t descs[] = {t[r][0].desc, t[r][1].desc, t[r][2].desc};
+      ASSERT_EQ(tutti_grouped_allreduce(job[r], "grouped allreduce", TUTTI_WORLD, 3, descs, descs, nullptr,
+                                        &requests[r]), TUTTI_OK) << LastError();
+    }
+    Settle(requests, [&](int r, tutti_request_t) {
+      ASSERT_EQ(hooks_->stream_synchronize(streams_[r]), 0);
+      for (int k = 0; k < 3; ++k) {
+        std::vector<double> sum(7 + k);
+        for (int64_t i = 0; i < 7 + k; ++i)
+          sum[i] = dtype == TUTTI_DTYPE_BOOL ? (Value(dtype, 0, 7 + k, i) || Value(dtype, 1, 7 + k, i))
+                                             : Value(dtype, 0, 7 + k, i) + Value(dtype, 1, 7 + k, i);
+        EXPECT_EQ(t[r][k].bytes, Bytes(dtype, sum)) << "grouped allreduce tensor " << k << ", rank " << r;
+      }
+    });
+  }
+}
+
+std::string DTypeLabel(const ::testing::TestParamInfo<int32_t>& info) {
+  static const char* names[] = {"", "float16", "bfloat16", "float32", "float64", "int8",
+                                "uint8", "int32", "int64", "int16", "bool"};
+  return names[info.param];
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryDType, StagedResults, ::testing::ValuesIn(kDTypes), DTypeLabel);
+
+}  // namespace
+}  // namespace tutti::testing
