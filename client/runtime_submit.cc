@@ -58,6 +58,7 @@ Status Runtime::SubmitNegotiated(CollectiveArgs args, const std::vector<TensorAr
                                  const std::vector<TensorArgs>& outputs, bool grouped,
                                  std::shared_ptr<Request>* request) {
   TUTTI_RETURN_IF_ERROR(sets_.CheckMember(args.set_id));
+  if (grouped) TUTTI_RETURN_IF_ERROR(CheckGroupDevices(args, inputs));
   std::vector<int32_t> members;
   TUTTI_RETURN_IF_ERROR(sets_.Ranks(args.set_id, &members));
   auto part_name = [&](size_t i) { return args.name + "[" + std::to_string(i) + "]"; };

@@ -209,4 +209,16 @@ Status CheckSubmission(const CollectiveArgs& args, int32_t self, const std::vect
   return Status::Ok();
 }
 
+Status CheckGroupDevices(const CollectiveArgs& args, const std::vector<TensorArgs>& inputs) {
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    if (DeviceName(inputs[i]) == DeviceName(inputs[0])) continue;
+    return Invalid("grouped " + std::string(wire::KindName(args.kind)) +
+                   (args.name.empty() ? "" : " '" + args.name + "'") +
+                   ": all tensors of a group must be on one device: tensor 0 is on " +
+                   DeviceName(inputs[0]) + ", tensor " + std::to_string(i) + " on " +
+                   DeviceName(inputs[i]));
+  }
+  return Status::Ok();
+}
+
 }  // namespace tutti::client

@@ -61,4 +61,8 @@ struct CollectiveArgs {
 Status CheckSubmission(const CollectiveArgs& args, int32_t self, const std::vector<int32_t>& members,
                        Request::Operation* op);
 
+// A grouped call's tensors must all be on one device (Horovod refuses a group that mixes them):
+// kInvalidArgument naming the first two that differ.
+Status CheckGroupDevices(const CollectiveArgs& args, const std::vector<TensorArgs>& inputs);
+
 }  // namespace tutti::client

@@ -369,24 +369,53 @@ Status RunStagedCollective(const DeviceArgs& args, const RingArgs& ring,
   TUTTI_RETURN_IF_ERROR(OpenDevice(args, index, &device));
   TUTTI_RETURN_IF_ERROR(OrderAfterProducers(device, parts));
 
-  // Device → pinned host, every input back to back.
-  const size_t element = ElementSize(static_cast<DType>(spec.dtype()));
+  // Device tensors are scaled on the device, as the NCCL path scales them (float16 in float16,
+  // gpu/module_api.h): the prescale on the way out, the average and postscale on the way back; the
+  // host collective only sums, or takes the min, max or product.
+  const auto dtype = static_cast<DType>(spec.dtype());
+  const size_t element = ElementSize(dtype);
+  const bool reduces =
+      spec.kind() == wire::COLLECTIVE_ALLREDUCE || spec.kind() == wire::COLLECTIVE_REDUCESCATTER;
+  const gpu::CopyTransform scale_in = reduces ? Prescale(spec.prescale()) : gpu::CopyTransform{};
+  const gpu::CopyTransform scale_out =
+      reduces && dtype != DType::kBool  // the host's bool reduction already wrote 0 or 1
+          ? OutTransform(dtype, static_cast<ReduceOp>(spec.reduce_op()), spec.postscale(),
+                         args.members->size())
+          : gpu::CopyTransform{};
+
+  // Device → pinned host, every input back to back (through the fusion buffer when scaled).
   size_t staged = 0;
   for (const auto& part : parts) staged += part.request->operation().count * element;
   void* staging;
   TUTTI_RETURN_IF_ERROR(device->StagingBuffer(std::max<size_t>(staged, 1), &staging));
+  void* scaled = nullptr;
+  if (!IsIdentity(scale_in)) TUTTI_RETURN_IF_ERROR(device->FusionBuffer(std::max<size_t>(staged, 1), &scaled));
+  std::vector<gpu::CopySegment> scale_segments;
   std::vector<FusedPart> host_parts;
   size_t offset = 0;
   for (const auto& part : parts) {
     Request::Operation op = part.request->operation();
     const size_t bytes = op.count * element;
-    TUTTI_RETURN_IF_ERROR(device->CopyBytes(At(staging, offset), op.input, bytes));
+    if (scaled)
+      scale_segments.push_back({op.input, At(scaled, offset), op.count});
+    else
+      TUTTI_RETURN_IF_ERROR(device->CopyBytes(At(staging, offset), op.input, bytes));
     op.input = At(staging, offset);
     if (op.output != nullptr) op.output = At(staging, offset);  // allreduce and broadcast: in place
     op.ready.reset();
+    if (reduces) {
+      op.spec.set_prescale(1.0);
+      op.spec.set_postscale(1.0);
+      if (op.spec.reduce_op() == static_cast<int32_t>(ReduceOp::kAverage))
+        op.spec.set_reduce_op(static_cast<int32_t>(ReduceOp::kSum));
+    }
     host_parts.push_back(FusedPart{std::make_shared<Request>(std::move(op)), part.member_rows,
                                    part.device_path, part.device_group});
     offset += bytes;
+  }
+  if (scaled) {
+    TUTTI_RETURN_IF_ERROR(device->Copy(scale_segments, dtype, scale_in));
+    TUTTI_RETURN_IF_ERROR(device->CopyBytes(staging, scaled, staged));
   }
   std::shared_ptr<gpu::Event> staged_in;
   TUTTI_RETURN_IF_ERROR(device->Record(&staged_in));
@@ -396,22 +425,27 @@ Status RunStagedCollective(const DeviceArgs& args, const RingArgs& ring,
                             ? RunCollective(ring, *host_parts.front().request, host_parts.front().member_rows)
                             : RunFused(ring, host_parts, fusion_buffer, observe));
 
-  // Host → device: into the caller's output, or into a device result.
+  // Host → device: into the caller's output, or into a device result; then scaled in place.
+  scale_segments.clear();
   for (size_t p = 0; p < parts.size(); ++p) {
     auto& request = *parts[p].request;
     auto& host = *host_parts[p].request;
     if (request.operation().output != nullptr) {
       TUTTI_RETURN_IF_ERROR(device->CopyBytes(request.operation().output, host.operation().output,
                                               request.operation().count * element));
+      scale_segments.push_back({request.operation().output, request.operation().output,
+                                request.operation().count});
       continue;
     }
     if (spec.kind() == wire::COLLECTIVE_BARRIER) continue;
     void* result;
     TUTTI_RETURN_IF_ERROR(DeviceResult(device, index, host.result().data.size(), request, &result));
     TUTTI_RETURN_IF_ERROR(device->CopyBytes(result, host.result().data.data(), host.result().data.size()));
+    scale_segments.push_back({result, result, host.result().data.size() / element});
     request.result().shape = host.result().shape;
     request.result().received_splits = host.result().received_splits;
   }
+  if (!IsIdentity(scale_out)) TUTTI_RETURN_IF_ERROR(device->Copy(scale_segments, dtype, scale_out));
   // The host results must outlive the copies: wait here, before host_parts goes.
   return Finish(args, device, parts, deadline);
 }

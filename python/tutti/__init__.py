@@ -21,7 +21,8 @@ from ._core import Buffer, Handle, Runtime
 from .errors import check as _check
 from .errors import (AbortedError, AuthFailedError, CoordinatorLostError, DeviceUnavailableError,
                      DuplicateNameError, EvictedError, LimitExceededError, InternalError,
-                     InvalidArgumentError, MismatchError, NotAMemberError, PeerLostError,
+                     InvalidArgumentError, MismatchError, MixedDevicesError, NotAMemberError,
+                     PeerLostError,
                      ReformedError, SetRemovedError, ShutDownError, StalledError, TimeoutError,
                      TuttiError,
                      UnknownSetError, UnsupportedError, VersionMismatchError)

@@ -10,7 +10,7 @@ import os
 import threading
 
 from . import _capi
-from .errors import check, from_status, InternalError, InvalidArgumentError
+from .errors import check, from_status, InternalError, InvalidArgumentError, MixedDevicesError
 
 
 class DeviceHooks:
@@ -87,14 +87,14 @@ class _Device:
 
 def device_of(labelled):
     """The device of a call's (label, Buffer) pairs: None when they are in host memory, a _Device
-    otherwise. Tensors of one call on different devices raise InvalidArgumentError."""
+    otherwise. Tensors of one call on different devices raise MixedDevicesError."""
     first = None
     for label, buffer in labelled:
         if first is None:
             first = (label, buffer)
         elif (buffer.device_type, buffer.device_index) != (first[1].device_type,
                                                            first[1].device_index):
-            raise InvalidArgumentError(
+            raise MixedDevicesError(
                 f"all tensors of one call must be on the same device: {first[0]} is on "
                 f"{first[1].device_name}, {label} on {buffer.device_name}")
     if first is None or first[1].device_type == _capi.DEVICE_CPU:

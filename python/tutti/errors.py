@@ -51,6 +51,11 @@ class DuplicateNameError(TuttiError, ValueError):
     status = -4
 
 
+class MixedDevicesError(InvalidArgumentError, RuntimeError):
+    """The tensors of one call are on different devices. A caller's mistake (a ValueError), and a
+    RuntimeError as Horovod raises it for a grouped call mixing CPU and GPU tensors."""
+
+
 # ---- failed collectives: HorovodInternalError ---------------------------------------------------
 class MismatchError(HorovodInternalError):
     status = -5
@@ -125,7 +130,10 @@ def _all_subclasses(cls):
         yield from _all_subclasses(sub)
 
 
-_BY_STATUS = {cls.status: cls for cls in _all_subclasses(TuttiError) if cls.status is not None}
+# A status's own class: the one that sets it (a subclass inheriting it, such as MixedDevicesError,
+# is raised by the Python layer itself, never chosen by status).
+_BY_STATUS = {cls.status: cls for cls in _all_subclasses(TuttiError)
+              if cls.__dict__.get("status") is not None}
 
 
 def from_status(status, message=None):

@@ -45,6 +45,29 @@ void Negotiator::ChooseDevicePath(const std::string& name, const Pending& pendin
   for (size_t i = 0; i < members_.size(); ++i)
     if (const AnnouncedSpec* spec = SpecOf(pending, i)) specs[i] = &spec->spec;
 
+  // One tensor name on the CPU on some members and on a GPU on others is a mistake in the script,
+  // as Horovod has it (its message says "Mismatched ... CPU/GPU device selection"); staging stays
+  // for members that share a GPU and for joined members, whose share is built in host memory.
+  const auto host_member = std::find_if(specs.begin(), specs.end(), [](const auto& s) {
+    return s && s->device_type() != kCuda;
+  });
+  const auto device_member = std::find_if(specs.begin(), specs.end(), [](const auto& s) {
+    return s && s->device_type() == kCuda;
+  });
+  if (host_member != specs.end() && device_member != specs.end()) {
+    const auto first = std::min(host_member, device_member), second = std::max(host_member, device_member);
+    auto where = [](const wire::TensorSpec* s) {
+      return s->device_type() == kCuda ? fmt::format("cuda:{}", s->device_index()) : std::string("the CPU");
+    };
+    SetError(response, Code::kMismatch,
+             fmt::format("mismatched CPU/GPU device selection for '{}' on process set {}: rank {} "
+                         "has it on {}, rank {} on {}; every member's tensor must be on the CPU, "
+                         "or every member's on a GPU",
+                         name, set_id_, members_[first - specs.begin()], where(*first),
+                         members_[second - specs.begin()], where(*second)));
+    return;
+  }
+
   // The members' device combination: per member, 'J' (joined), 'H' (host memory), or 'G', its
   // host, GPU index and uuid. Equal combinations share a group (and an NCCL communicator).
   std::string key;
@@ -79,19 +102,9 @@ void Negotiator::ChooseDevicePath(const std::string& name, const Pending& pendin
                                          : "on host " + host_names_[member];
     };
     const auto joined = std::find_if(specs.begin(), specs.end(), [](const auto& s) { return !s; });
-    const auto on_host = std::find_if(specs.begin(), specs.end(), [](const auto& s) {
-      return s && s->device_type() != kCuda;
-    });
-    const auto on_device = std::find_if(specs.begin(), specs.end(), [](const auto& s) {
-      return s && s->device_type() == kCuda;
-    });
     if (joined != specs.end()) {
       staged = fmt::format("rank {} has joined, and its share is built in host memory",
                            members_[joined - specs.begin()]);
-    } else if (on_host != specs.end()) {
-      staged = fmt::format("rank {}'s tensor is in host memory, rank {}'s on cuda:{}",
-                           members_[on_host - specs.begin()], members_[on_device - specs.begin()],
-                           (*on_device)->device_index());
     } else {
       // Two members share a GPU when they are on one host and their uuids are equal, or, where a
       // uuid is missing, their device indices.

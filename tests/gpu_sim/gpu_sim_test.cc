@@ -157,22 +157,54 @@ TEST(GpuSim, RanksSharingOneGpuGoThroughStaging) {
   EXPECT_EQ(s0.values, (std::vector<float>{10, 20, 30, 40}));
 }
 
-// One member on the host, the other on a GPU: staged too, and the host member's result is in
-// host memory while the device member's is on its device.
-TEST(GpuSim, HostAndDeviceMembersMix) {
+// One member's tensor on the host, the other's on a GPU under one name: refused on every member
+// with one message naming both (Horovod: "Mismatched ... CPU/GPU device selection"), and the
+// members go on to their next collective.
+TEST(GpuSim, HostAndDeviceMembersUnderOneNameAreRefusedOnEveryMember) {
   Tuttid tuttid;
   InProcessJob job(tuttid, 2, 30000);
-  Tensor host(2, -1), device(3, 1);
-  host.values = {1, 2};
-  device.values = {3, 4, 5};
+  Tensor host(2, -1), device(2, 1);
   tutti_request_t g[2];
-  ASSERT_EQ(tutti_allgather(job[0], "mix", TUTTI_WORLD, &host.desc, &g[0]), TUTTI_OK) << LastError();
-  ASSERT_EQ(tutti_allgather(job[1], "mix", TUTTI_WORLD, &device.desc, &g[1]), TUTTI_OK) << LastError();
-  ASSERT_EQ(tutti_request_wait(g[0], 30000), TUTTI_OK) << LastError();
-  ASSERT_EQ(tutti_request_wait(g[1], 30000), TUTTI_OK) << LastError();
-  EXPECT_EQ(OutputOf(g[0], TUTTI_DEVICE_CPU), (std::vector<float>{1, 2, 3, 4, 5}));
-  EXPECT_EQ(OutputOf(g[1], TUTTI_DEVICE_CUDA), (std::vector<float>{1, 2, 3, 4, 5}));
-  for (auto request : g) tutti_request_free(request);
+  ASSERT_EQ(tutti_allreduce(job[0], "mix", TUTTI_WORLD, &host.desc, &host.desc, nullptr, &g[0]), TUTTI_OK)
+      << LastError();
+  ASSERT_EQ(tutti_allreduce(job[1], "mix", TUTTI_WORLD, &device.desc, &device.desc, nullptr, &g[1]), TUTTI_OK)
+      << LastError();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(tutti_request_wait(g[r], 30000), TUTTI_ERR_MISMATCH) << "rank " << r;
+    EXPECT_EQ(LastError(),
+              "mismatched CPU/GPU device selection for 'mix' on process set 0: rank 0 has it on the "
+              "CPU, rank 1 on cuda:1; every member's tensor must be on the CPU, or every member's "
+              "on a GPU")
+        << "rank " << r;
+    tutti_request_free(g[r]);
+  }
+  Tensor a(2, -1), b(2, -1);
+  a.values = {1, 2};
+  b.values = {3, 4};
+  ASSERT_EQ(tutti_allreduce(job[0], "next", TUTTI_WORLD, &a.desc, &a.desc, nullptr, &g[0]), TUTTI_OK);
+  ASSERT_EQ(tutti_allreduce(job[1], "next", TUTTI_WORLD, &b.desc, &b.desc, nullptr, &g[1]), TUTTI_OK);
+  for (auto request : g) {
+    EXPECT_EQ(tutti_request_wait(request, 30000), TUTTI_OK) << LastError();
+    tutti_request_free(request);
+  }
+  EXPECT_EQ(a.values, (std::vector<float>{4, 6}));
+}
+
+// A grouped call whose tensors are on different devices is the caller's mistake, refused at once
+// (Horovod raises; tutti.torch raises a RuntimeError that is also a ValueError).
+TEST(GpuSim, AGroupMixingDevicesIsRefusedAtSubmission) {
+  Tuttid tuttid;
+  InProcessJob job(tuttid, 1, 30000);
+  Tensor host(2, -1), device(2, 0);
+  tutti_tensor_t descs[] = {host.desc, device.desc};
+  tutti_request_t request = nullptr;
+  EXPECT_EQ(tutti_grouped_allreduce(job[0], "g", TUTTI_WORLD, 2, descs, descs, nullptr, &request),
+            TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "grouped allreduce 'g': all tensors of a group must be on one device: "
+                         "tensor 0 is on cpu, tensor 1 on cuda:0");
+  EXPECT_EQ(tutti_grouped_allgather(job[0], "h", TUTTI_WORLD, 2, descs, &request), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "grouped allgather 'h': all tensors of a group must be on one device: "
+                         "tensor 0 is on cpu, tensor 1 on cuda:0");
 }
 
 // Each member on a GPU of its own: tuttid picks NCCL; the first member makes the unique id and

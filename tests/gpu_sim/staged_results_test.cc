@@ -310,6 +310,72 @@ TEST_P(StagedResults, EveryCollectiveGivesTheRightDeviceResultOnEveryRank) {
   }
 }
 
+// Horovod scales device tensors in their own precision: float16 in float16 (the factor made a
+// half, one rounding), integers in double. The staged path scales on the device as the NCCL path
+// does, so ranks sharing a GPU get Horovod's bits (test_horovod_allreduce_prescale/_postscale
+// failed by one ulp on the H200 when the staged path scaled on the host in float32).
+TEST(StagedScaling, DeviceTensorsAreScaledAsHorovodScalesThem) {
+  Tuttid tuttid;
+  InProcessJob job(tuttid, kRanks, kWaitMs);
+  auto run = [&](const char* name, int32_t dtype, const double (&values)[kRanks], int32_t op,
+                 double prescale, double postscale, bool scatter) {
+    std::vector<DeviceTensor> t;
+    tutti_request_t requests[kRanks];
+    tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+    options.reduce_op = op;
+    options.prescale_factor = prescale;
+    options.postscale_factor = postscale;
+    for (int r = 0; r < kRanks; ++r) {
+      t.emplace_back(dtype, std::vector<int64_t>{2});
+      for (int i = 0; i < 2; ++i) Put(dtype, t[r].bytes.data() + i * SizeOf(dtype), values[r]);
+    }
+    for (int r = 0; r < kRanks; ++r)
+      EXPECT_EQ(scatter ? tutti_reducescatter(job[r], name, TUTTI_WORLD, &t[r].desc, &options, &requests[r])
+                        : tutti_allreduce(job[r], name, TUTTI_WORLD, &t[r].desc, &t[r].desc, &options, &requests[r]),
+                TUTTI_OK) << LastError();
+    std::vector<std::vector<char>> out;
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_EQ(tutti_request_wait(requests[r], kWaitMs), TUTTI_OK) << LastError();
+      if (scatter) {
+        tutti_tensor_t result = TUTTI_TENSOR_INIT;
+        EXPECT_EQ(tutti_request_output(requests[r], &result), TUTTI_OK) << LastError();
+        out.emplace_back(static_cast<const char*>(result.data), static_cast<const char*>(result.data) + SizeOf(dtype));
+      } else {
+        out.push_back(t[r].bytes);
+      }
+      tutti_request_free(requests[r]);
+    }
+    return out;
+  };
+  auto half = [](double v) {
+    std::vector<char> bytes(2);
+    Put(TUTTI_DTYPE_FLOAT16, bytes.data(), v);
+    return bytes;
+  };
+  // 3 x half(0.1) = 0.2998046875 on each rank (a tie, rounded to even); float32 math gave
+  // 0.300048828125 each and 0.60009765625 in all.
+  for (const auto& r : run("prescale", TUTTI_DTYPE_FLOAT16, {3, 3}, TUTTI_OP_SUM, 0.1, 1.0, false))
+    EXPECT_EQ(std::vector<char>(r.begin(), r.begin() + 2), half(0.599609375));
+  // 6 x half(0.1) = 0.5998535... rounds (a tie again) to 0.599609375, not 0.60009765625.
+  for (const auto& r : run("postscale", TUTTI_DTYPE_FLOAT16, {3, 3}, TUTTI_OP_SUM, 1.0, 0.1, false))
+    EXPECT_EQ(std::vector<char>(r.begin(), r.begin() + 2), half(0.599609375));
+  // The average folds into the postscale: 6 x half(0.2 / 2).
+  for (const auto& r : run("average", TUTTI_DTYPE_FLOAT16, {3, 3}, TUTTI_OP_AVERAGE, 1.0, 0.2, false))
+    EXPECT_EQ(std::vector<char>(r.begin(), r.begin() + 2), half(0.599609375));
+  // reducescatter too: each rank's row.
+  for (const auto& r : run("scatter", TUTTI_DTYPE_FLOAT16, {3, 3}, TUTTI_OP_SUM, 0.1, 1.0, true))
+    EXPECT_EQ(std::vector<char>(r.begin(), r.begin() + 2), half(0.599609375));
+  // Integers in double, truncating: (7 x 0.5 = 3) + (8 x 0.5 = 4); and the average divides first:
+  // 15 / 2 = 7, x 0.5 = 3.
+  std::vector<char> seven(4), three(4);
+  Put(TUTTI_DTYPE_INT32, seven.data(), 7);
+  Put(TUTTI_DTYPE_INT32, three.data(), 3);
+  for (const auto& r : run("int prescale", TUTTI_DTYPE_INT32, {7, 8}, TUTTI_OP_SUM, 0.5, 1.0, false))
+    EXPECT_EQ(std::vector<char>(r.begin(), r.begin() + 4), seven);
+  for (const auto& r : run("int average", TUTTI_DTYPE_INT32, {7, 8}, TUTTI_OP_AVERAGE, 1.0, 0.5, false))
+    EXPECT_EQ(std::vector<char>(r.begin(), r.begin() + 4), three);
+}
+
 std::string DTypeLabel(const ::testing::TestParamInfo<int32_t>& info) {
   static const char* names[] = {"", "float16", "bfloat16", "float32", "float64", "int8",
                                 "uint8", "int32", "int64", "int16", "bool"};

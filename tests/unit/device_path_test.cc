@@ -54,12 +54,19 @@ class LogCapture {
   std::shared_ptr<spdlog::logger> previous_;
 };
 
-TEST(DevicePath, HostAndDeviceTensorsAreNoLongerAMismatch) {
+// Horovod's rule: one name on the CPU on some members and on a GPU on others is refused, for every
+// member with one message naming the first two members that differ (tutti once staged it).
+TEST(DevicePath, HostAndDeviceTensorsUnderOneNameAreAMismatchNamingTheRanksAndDevices) {
   Negotiator n(1, {0, 1, 2});
   const auto g = Spec("g", 4);
-  const auto r = Negotiate(n, {On(g, kCpu, 0), On(g, kCuda, 0, Uuid('a')), On(g, kCuda, 3)});
-  EXPECT_FALSE(r.has_error()) << r.error().message();
-  EXPECT_EQ(r.device_path(), wire::DEVICE_PATH_STAGED);
+  const auto r = Negotiate(n, {On(g, kCuda, 0, Uuid('a')), On(g, kCuda, 3), On(g, kCpu, 0)});
+  ASSERT_TRUE(r.has_error());
+  EXPECT_EQ(static_cast<Code>(r.error().code()), Code::kMismatch);
+  EXPECT_EQ(r.error().message(),
+            "mismatched CPU/GPU device selection for 'g' on process set 1: rank 0 has it on "
+            "cuda:0, rank 2 on the CPU; every member's tensor must be on the CPU, or every "
+            "member's on a GPU");
+  EXPECT_EQ(n.device_groups(), 0u);
   // Other fields still must agree, and the message still names the devices.
   std::vector<wire::Response> ready;
   ASSERT_TRUE(n.Announce(0, On(Spec("h", 4), kCuda, 1, Uuid('a')), &ready).ok());
@@ -143,17 +150,6 @@ TEST(DevicePath, WithoutUuidsEqualIndicesOnOneHostShareAGpu) {
                     On(Spec("i", 4), kCuda, 1)});
   EXPECT_EQ(r.device_path(), wire::DEVICE_PATH_STAGED);
   EXPECT_EQ(r.device_group(), 2);
-}
-
-TEST(DevicePath, HostAndDeviceMixedIsStagedNamingBoth) {
-  LogCapture log;
-  Negotiator n(5, {0, 1, 2});
-  const auto g = Spec("g", 4);
-  const auto r = Negotiate(n, {On(g, kCuda, 0, Uuid('a')), On(g, kCuda, 1, Uuid('b')), On(g, kCpu, 0)});
-  EXPECT_EQ(r.device_path(), wire::DEVICE_PATH_STAGED);
-  EXPECT_EQ(log.text(),
-            "warning process set 5: 'g' runs staged through host memory: rank 2's tensor is in host "
-            "memory, rank 0's on cuda:0 (device group 0)\n");
 }
 
 TEST(DevicePath, AJoinedMemberStagesDeviceTensorsButNotHostOnes) {

@@ -360,7 +360,8 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
 
     def finish(result):
         output, received = result
-        return output, torch.tensor(received, dtype=torch.int32)
+        # On the input's device, as Horovod returns it for GPU tensors.
+        return output, torch.tensor(received, dtype=torch.int32, device=tensor.device)
     return _register(request, finish)
 
 

@@ -70,7 +70,8 @@ def allreduce():
     if ON_GPU:
         try:
             hvd.grouped_allreduce([torch.ones(2, device=device), torch.ones(2)], name="mixed")
-        except ValueError as e:
+        except RuntimeError as e:  # Horovod's class; tutti's is a ValueError too
+            assert isinstance(e, ValueError) and isinstance(e, tutti.MixedDevicesError), e
             assert "same device" in str(e), e
         else:
             raise AssertionError("tensors on two devices in one call did not raise")
@@ -117,6 +118,7 @@ def allgather():
                                name="a2a-splits")
     expect_equal(out, torch.arange(size))
     assert splits.tolist() == [1] * size
+    assert splits.device == device and splits.dtype == torch.int32  # Horovod: the input's device
     x = torch.ones(rank + 1, 2, device=device, requires_grad=True)
     gathered = hvd.allgather(x, name="autograd")
     gathered.sum().backward()
@@ -153,6 +155,46 @@ def synchronize():
         expect_equal(target, torch.arange(4, dtype=torch.float32))
 
 
+def horovod_semantics():
+    """What Horovod's test_torch.py expects of GPU tensors that tutti once did differently."""
+    # float16 is scaled in float16 on the GPU (the factor made a half, one rounding) and in float32
+    # on the CPU; integers in float64 on both (test_horovod_allreduce_prescale and _postscale).
+    for dtype in (torch.float16, torch.int32, torch.float32):
+        tensor = torch.full((4,), 3, dtype=dtype, device=device)
+        factor = torch.tensor(0.1, dtype=torch.float64)
+        if dtype == torch.float16 and not ON_GPU:
+            scaled = (tensor.float() * factor.float()).to(dtype)
+        elif dtype.is_floating_point:
+            scaled = tensor * factor.to(dtype).to(device)
+        else:
+            scaled = (tensor.double() * factor.to(device)).to(dtype)
+        expected = (scaled * size).cpu()
+        got = hvd.allreduce(tensor, op=hvd.Sum, prescale_factor=0.1, name=f"prescale.{dtype}")
+        assert torch.equal(host(got), expected), (dtype, got, expected)
+        summed = (tensor * size).cpu()
+        if dtype == torch.float16 and not ON_GPU:
+            expected = (summed.float() * factor.float()).to(dtype)
+        elif dtype.is_floating_point:
+            expected = summed * factor.to(dtype)
+        else:
+            expected = (summed.double() * factor).to(dtype)
+        got = hvd.allreduce(tensor, op=hvd.Sum, postscale_factor=0.1, name=f"postscale.{dtype}")
+        assert torch.equal(host(got), expected), (dtype, got, expected)
+    if not ON_GPU or size < 2:
+        return
+    # One name on the CPU on rank 0 and the GPU on the others: refused on every rank with one
+    # message (test_horovod_allreduce_cpu_gpu_error catches RuntimeError).
+    mixed = torch.ones(3) if rank == 0 else torch.ones(3, device=device)
+    try:
+        hvd.allreduce(mixed, name="cpu-gpu")
+    except RuntimeError as e:
+        assert isinstance(e, tutti.MismatchError), e
+        assert str(e).startswith("mismatched CPU/GPU device selection for 'cpu-gpu' on process set "
+                                 f"0: rank 0 has it on the CPU, rank 1 on cuda:"), e
+    else:
+        raise AssertionError("a name on the CPU and the GPU did not raise")
+
+
 def side_stream():
     if not ON_GPU:
         return
@@ -179,7 +221,8 @@ def side_stream():
     assert float(got.sum()) == n * size * (size - 1) / 2
 
 
-SECTIONS = {f.__name__: f for f in (allreduce, broadcast, allgather, synchronize, side_stream)}
+SECTIONS = {f.__name__: f for f in (allreduce, broadcast, allgather, synchronize,
+                                    horovod_semantics, side_stream)}
 for section in sys.argv[1:] or list(SECTIONS):
     SECTIONS[section]()
     hvd.barrier()
