@@ -1,57 +1,64 @@
 #!/usr/bin/env bash
-# The GPU checks, on a machine with a GPU, in under 5 minutes (docs/gpu.md). Prepare here with
+# Every GPU check, on a machine with a GPU, in at most 5 minutes (docs/gpu.md). Prepare here with
 #   cmake --build build && scripts/gpu_bundle.sh build
 # then run on the GPU machine from the repository root, carrying gpu-bundle/:
-#   bash tests/gpu/device_check.sh            (results and the timeline go to $OUT or ./gpu-out)
-# It runs: the batched copy kernel against cudaMemcpy (bench/gpu_copy_bench), then every test of
-# tests/gpu (fused allreduce of every dtype and op through NCCL with one rank, two ranks sharing
-# the GPU through host staging, producer-stream order and stream waits, device results, the
-# timeline of one fused step).
+#   bash tests/gpu/device_check.sh        (logs under $OUT, an absolute or relative path; ./gpu-out)
+# Steps, each capped, in order:
+#   1. the batched copy kernel against cudaMemcpy (bench/gpu_copy_bench);
+#   2. tests/gpu (NCCL with one rank, ranks sharing the GPU through staging, stream order, device
+#      results, the timeline) and the conformance suite against libtutti_cuda.so (the suite the
+#      simulator passes in CI: tests/gpu_conformance);
+#   3. every Python CUDA check (tests/python/test_cuda.py): one tutti.torch job on 1 rank (NCCL)
+#      and one on 2 ranks sharing the GPU (staged);
+#   4. bench/gpu_allreduce.py: tutti beside torch.distributed/Gloo on 2 ranks sharing the GPU.
+# A failed step fails the check; the summary at the end says which.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-bundle=${BUNDLE:-gpu-bundle}
+root=$PWD
+bundle=$root/${BUNDLE:-gpu-bundle}
 out=${OUT:-gpu-out}
+[[ $out = /* ]] || out=$root/$out
 mkdir -p "$out"
-[[ -d $bundle ]] || { echo "device_check: no $bundle/ (run scripts/gpu_bundle.sh where it builds)"; exit 2; }
+[[ -d $bundle ]] || { echo "device_check: no $bundle (run scripts/gpu_bundle.sh where it builds)"; exit 2; }
+# shellcheck source=tests/gpu/bundle_env.sh
+source "$root/tests/gpu/bundle_env.sh"
+export TUTTI_GPU_ARTIFACTS="$out"
 
-# NCCL: the machine's own (PyTorch's wheel ships one), unless the bundle carries it.
-nccl_dir=$(python3 - <<'PY' 2>/dev/null
-import glob, os
-for pattern in ("nvidia/nccl/lib/libnccl.so.2", "torch/lib/libnccl*.so*"):
-    import site
-    for base in site.getsitepackages() + [site.getusersitepackages()]:
-        hits = glob.glob(os.path.join(base, pattern))
-        if hits:
-            print(os.path.dirname(hits[0])); raise SystemExit
-PY
-)
-export LD_LIBRARY_PATH="$PWD/$bundle/lib${nccl_dir:+:$nccl_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export TUTTI_GPU_MODULE="$PWD/$bundle/lib/libtutti_cuda.so"
-export TUTTI_GPU_ARTIFACTS="$PWD/$out"
-export PATH="$PWD/$bundle/bin:$PATH"
-# The group below runs in a subshell (it feeds tee): its steps leave their exit statuses here.
-statuses=$(mktemp -d)
-trap 'rm -rf "$statuses"' EXIT
+statuses=$out/statuses
+rm -rf "$statuses" && mkdir -p "$statuses"
+# step NAME LIMIT_SECONDS COMMAND...: runs and times one step; its status goes to $statuses/NAME.
+step() {
+  local name=$1 limit=$2 start=$SECONDS
+  shift 2
+  echo "== $name (limit ${limit}s)"
+  timeout --kill-after=5 "$limit" "$@"
+  local status=$?
+  echo "== $name: exit $status after $((SECONDS - start))s"
+  echo "$status" > "$statuses/$name"
+}
+
 {
   echo "== $(date -u) on $(hostname)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
-  echo "NCCL from: ${nccl_dir:-not found}"
-  echo "== bench: batched copy kernel vs cudaMemcpy"
-  timeout 120 "$bundle/bin/gpu_copy_bench"
-  echo $? > "$statuses/bench"
-  echo "== tests/gpu"
-  # gpu_tests starts tuttid from its build path; point it at the bundled one.
-  timeout 240 env TUTTID=$bundle/bin/tuttid "$bundle/bin/gpu_tests" --gtest_color=no \
+  python3 -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+  echo "NCCL from: ${TUTTI_NCCL_DIR:-not found}"
+  step copy_bench 45 "$bundle/bench/gpu_copy_bench"
+  step gpu_tests 90 env TUTTID="$bundle/tuttid" "$bundle/tests/gpu_tests" --gtest_color=no \
     --gtest_output=xml:"$out/gpu_tests.xml"
-  tests=$?
-  echo "== exit $tests"
-  echo $tests > "$statuses/tests"
+  step conformance 45 env TUTTI_CONFORMANCE_MODULE="$bundle/libtutti_cuda.so" \
+    "$bundle/tests/gpu_conformance_tests" --gtest_color=no --gtest_output=xml:"$out/conformance.xml"
+  step python_cuda 120 env TUTTI_BUILD_DIR="$bundle" python3 -m pytest -q -p no:cacheprovider \
+    --junitxml="$out/python_cuda.xml" tests/python/test_cuda.py
+  step gloo_bench 60 "$bundle/tuttirun" -np 2 --bind-to none python3 bench/gpu_allreduce.py
 } 2>&1 | tee "$out/device_check.log"
-# A failed benchmark or GPU test fails the check: the log alone would hide it.
-bench=$(cat "$statuses/bench" 2>/dev/null || echo missing)
-tests=$(cat "$statuses/tests" 2>/dev/null || echo missing)
-if [[ $bench != 0 || $tests != 0 ]]; then
-  echo "device_check: FAILED (gpu_copy_bench exit $bench, gpu_tests exit $tests)" | tee -a "$out/device_check.log"
+
+failed=()
+for name in copy_bench gpu_tests conformance python_cuda gloo_bench; do
+  status=$(cat "$statuses/$name" 2>/dev/null || echo missing)
+  [[ $status == 0 ]] || failed+=("$name (exit $status)")
+done
+if ((${#failed[@]})); then
+  echo "device_check: FAILED: ${failed[*]}" | tee -a "$out/device_check.log"
   exit 1
 fi
 echo "device_check: passed" | tee -a "$out/device_check.log"
