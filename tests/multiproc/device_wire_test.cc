@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "multiproc/cluster.h"
+#include "common/status.h"
 #include "multiproc/raw_client.h"
 
 namespace tutti::testing {
@@ -165,7 +166,7 @@ bool Silent(RawClient& client, int ms = 300) {
   return silent;
 }
 
-TEST(DevicePaths, OwnGpusRunNcclAndAHostMemberOrASharedGpuRunsStaged) {
+TEST(DevicePaths, OwnGpusRunNcclASharedGpuRunsStagedAndAHostMemberIsAMismatch) {
   Tuttid tuttid({"--lease-ms", "60000"});
   const std::string h1 = "h1/boot-1/netns:1";
   RawJob job(tuttid, "paths", {h1, h1, h1});
@@ -180,25 +181,29 @@ TEST(DevicePaths, OwnGpusRunNcclAndAHostMemberOrASharedGpuRunsStaged) {
   executes = job.AllreduceCached(0, {0, 1, 2}, 0);
   ExpectPath(executes, wire::DEVICE_PATH_NCCL, 0);
   EXPECT_FALSE(executes[0].responses(0).has_spec());
-  // Rank 2's tensor in host memory: staged, on another combination.
+  // Rank 2's tensor in host memory under the same name: refused for every member (Horovod's
+  // rule), and no device combination is taken.
   executes = job.Allreduce(0, {0, 1, 2},
                            {Allreduce("mixed", kCuda, 0, Uuid('a')),
                             Allreduce("mixed", kCuda, 0, Uuid('b')), Allreduce("mixed", kCpu, 0)});
-  ExpectPath(executes, wire::DEVICE_PATH_STAGED, 1);
-  EXPECT_TRUE(tuttid.process().ReadUntilContaining(
-      "job 'paths': process set 0: 'mixed' runs staged through host memory: rank 2's tensor is in "
-      "host memory, rank 0's on cuda:0 (device group 1)",
-      In(30)))
-      << tuttid.process().transcript();
+  ASSERT_EQ(executes.size(), 3u);
+  for (const auto& execute : executes) {
+    const wire::Response& r = execute.responses(0);
+    EXPECT_EQ(r.error().code(), static_cast<int>(tutti::Code::kMismatch)) << r.DebugString();
+    EXPECT_EQ(r.error().message(),
+              "mismatched CPU/GPU device selection for 'mixed' on process set 0: rank 0 has it on "
+              "cuda:0, rank 2 on the CPU; every member's tensor must be on the CPU, or every "
+              "member's on a GPU");
+  }
   // Ranks 0 and 1 on one GPU.
   executes = job.Allreduce(0, {0, 1, 2},
                            {Allreduce("shared", kCuda, 0, Uuid('\x11')),
                             Allreduce("shared", kCuda, 1, Uuid('\x11')),
                             Allreduce("shared", kCuda, 0, Uuid('c'))});
-  ExpectPath(executes, wire::DEVICE_PATH_STAGED, 2);
+  ExpectPath(executes, wire::DEVICE_PATH_STAGED, 1);
   EXPECT_TRUE(tuttid.process().ReadUntilContaining(
       "job 'paths': process set 0: 'shared' runs staged through host memory: ranks 0 and 1 share "
-      "GPU GPU-11111111-1111-1111-1111-111111111111 on host h1 (device group 2)",
+      "GPU GPU-11111111-1111-1111-1111-111111111111 on host h1 (device group 1)",
       In(30)))
       << tuttid.process().transcript();
   // All on the host: no device group.
