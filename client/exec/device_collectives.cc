@@ -361,7 +361,7 @@ Status RunStagedCollective(const DeviceArgs& args, const RingArgs& ring,
   if (!args.state->warned_staged) {
     args.state->warned_staged = true;
     Log().warn("process set {}: device tensors go through host memory and the CPU transports "
-               "(members mix host and device tensors, share a GPU, or joined); tuttid's log says "
+               "(members share a GPU, or one joined); tuttid's log says "
                "which",
                args.set_id);
   }

@@ -3,9 +3,10 @@
 //    fusion buffer by one batched-copy launch (prescale folded in), reduced or gathered by NCCL on
 //    the set's stream, and copied out by one launch (average and postscale folded in). A single
 //    allreduce skips the fusion buffer.
-//  - Staged: members mix host and device tensors, or share a GPU. Device tensors are copied to
-//    pinned host memory, the host collective runs over the CPU transports, and the results go
-//    back to the device.
+//  - Staged: members share a GPU, or one joined. Device tensors are copied to pinned host memory
+//    (prescaled on the device first), the host collective runs over the CPU transports, and the
+//    results go back to the device (averaged and postscaled there), so that both paths scale
+//    alike (float16 in float16).
 // Either way the work is ordered after each tensor's producer event, the requests get their
 // completion event (for tutti_request_stream_wait) as soon as it is queued, and the lane then
 // waits for it on the host, polling NCCL's asynchronous errors and the lane's interrupt.

@@ -43,8 +43,8 @@ bool Agree(const wire::TensorSpec& a, const wire::TensorSpec& b) {
              a.postscale() == b.postscale() &&
              a.compression().SerializeAsString() == b.compression().SerializeAsString();
   const bool root = a.kind() != wire::COLLECTIVE_BROADCAST || a.root() == b.root();
-  // Not the device: members use different GPU indices, and a set may mix host and device tensors
-  // (ChooseDevicePath decides how such a collective runs).
+  // Not the device: members use different GPU indices (ChooseDevicePath decides how a collective
+  // runs, and refuses one name on the CPU and a GPU with a message of its own).
   return a.dtype() == b.dtype() && shapes && reduce && root;
 }
 
