@@ -40,6 +40,9 @@ Status Runtime::Submit(CollectiveArgs args, std::shared_ptr<Request>* request) {
     // Checked as the application numbers ranks (so that errors name its numbers), then moved to
     // slots (client/world_map.h).
     TUTTI_RETURN_IF_ERROR(CheckSubmission(args, rank(), world_.ToRanks(members), &op));
+    // A device tensor: the send copies it out after its producer; a recv writes it after the
+    // work queued on its stream before the call (which may still read the old contents).
+    TUTTI_RETURN_IF_ERROR(RecordProducer(args.input, &op));
     args.root = world_.SlotOf(args.root);
     return SubmitPointToPoint(args, std::move(op), request);
   }

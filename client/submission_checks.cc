@@ -143,10 +143,6 @@ Status CheckSubmission(const CollectiveArgs& args, int32_t self, const std::vect
                      " is not a member of process set " + std::to_string(args.set_id));
     if (args.root == self) return invalid(std::string(role) + " is this rank itself");
     if (args.tag < 0) return invalid("negative tag " + std::to_string(args.tag));
-    if (args.input.device_type != kDeviceTypeCpu)
-      return Status(Code::kUnsupported,
-                    label + ": send and recv of device tensors are not supported yet; copy the "
-                            "tensor to host memory first");
     op->output = args.input.data;
   }
   const bool rows = args.kind != wire::COLLECTIVE_ALLREDUCE && args.kind != wire::COLLECTIVE_BROADCAST && !p2p;

@@ -27,7 +27,8 @@ fi
 # those of them this tree has; not the pure unit tests nor the benchmarks.
 programs=()
 targets=$(cmake --build "$build" --target help)
-for program in multiproc_tests client_tests tuttirun_test device_tests gpu_sim_tests tutti_gpu_sim; do
+for program in multiproc_tests client_tests tuttirun_test device_tests gpu_sim_tests tutti_gpu_sim \
+               gpu_conformance_tests; do
   if grep -q "^$program: " <<<"$targets"; then programs+=("$program"); fi
 done
 cmake --build "$build" -j "$jobs" --target "${programs[@]}"
@@ -45,15 +46,18 @@ cmake --build "$build" -j "$jobs" --target "${programs[@]}"
 #  - SteadyState: the members' fast path, where lanes read and take from the link's book while
 #    application threads submit into it and the I/O thread applies grants;
 #  - Tuttirun: tuttirun's coordinator thread next to its rank-supervising main thread;
-#  - GpuSim: device lanes (staging, the NCCL id mailbox fed by the I/O thread, stream waits)
-#    through the simulated GPU module;
+#  - GpuSim, StagedResults, StagedScaling: device lanes (staging, the NCCL id mailbox fed by the
+#    I/O thread, stream waits, results read by the application as the lane publishes them)
+#    through the simulated GPU module, whose streams run on an executor thread of their own;
+#  - Conformance, CopyTransforms: the simulator's executor against the threads that queue,
+#    record and wait;
 #  - CoordinatorLink, RingAllreduce, DirectAllreduce, TcpChannel, ShmChannel (client_tests): the
 #    link's I/O thread against an in-process coordinator thread, ring and relay over real contexts
 #    on one thread per rank, both channels on their own.
 # Left out: large payloads (Ranks/Transports, Collectives.Large64MiBOnTheWorld: a minute each
 # under TSan, moving more bytes through the same interleavings), and what exercises a
 # single-threaded tuttid alone (Jobs, BadFrames, Floods, Tuttid).
-tests='^(CApi|Elastic|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|SteadyState|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel|ModesAndCiphers/SealedChannelTest|SealedStream|ManInTheMiddle|DataSecurity)\.'
+tests='^(CApi|Elastic|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|SteadyState|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|EveryDType/StagedResults|StagedScaling|Conformance|EveryDType/CopyTransforms|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel|ModesAndCiphers/SealedChannelTest|SealedStream|ManInTheMiddle|DataSecurity)\.'
 large='^Collectives\.Large'
 
 # Only tests of those programs: unit_tests has suites of the same names (Fusion, Priorities) whose

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "client/exec/point_to_point_staging.h"
+
 namespace tutti::client {
 namespace {
 
@@ -30,7 +32,7 @@ constexpr auto kAcceptSlice = std::chrono::milliseconds(200);
 class PointToPoint::Channel {
  public:
   Channel(PointToPoint* owner, int32_t set_id, int32_t peer, bool sending)
-      : owner_(owner), set_id_(set_id), peer_(peer), sending_(sending) {
+      : owner_(owner), set_id_(set_id), peer_(peer), sending_(sending), staging_(owner->timeout_) {
     thread_ = std::thread([this] { sending_ ? RunSender() : RunReceiver(); });
   }
   ~Channel() {
@@ -104,8 +106,18 @@ class PointToPoint::Channel {
                                                          std::to_string(bytes)));
       return;
     }
+    if (PointToPointStaging::OnDevice(*item.request))
+      return item.request->Complete(staging_.ToDevice(*item.request, data, bytes, Interrupt()));
     if (bytes > 0) std::memcpy(item.request->operation().output, data, bytes);
     item.request->Complete(Status::Ok());
+  }
+
+  // Device waits end early once the channel failed (a lost peer, finalize).
+  gpu::Interrupt Interrupt() {
+    return [this] {
+      std::lock_guard<std::mutex> lock(mu_);
+      return failed_;
+    };
   }
 
   // Opens (sender) or takes (receiver) the stream; false once aborted or failed.
@@ -147,11 +159,22 @@ class PointToPoint::Channel {
         item = outgoing_.front();
       }
       if (!connected && !(connected = Connect())) return;
+      const void* data = item.request->operation().input;
+      if (PointToPointStaging::OnDevice(*item.request)) {
+        Status staged = staging_.ToHost(*item.request, item.bytes, Interrupt(), &data);
+        if (!staged.ok()) {  // nothing was written: the stream stays usable for the next message
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (!outgoing_.empty()) outgoing_.pop_front();
+          }
+          item.request->Complete(staged);
+          continue;
+        }
+      }
       const MessageHeader header{kMessageMagic, item.tag, item.bytes};
       const auto deadline = transport::Clock::now() + owner_->timeout_;
       Status status = stream_->Write(&header, sizeof(header), deadline);
-      if (status.ok() && item.bytes > 0)
-        status = stream_->Write(item.request->operation().input, item.bytes, deadline);
+      if (status.ok() && item.bytes > 0) status = stream_->Write(data, item.bytes, deadline);
       if (!status.ok()) {
         Abort(Status(status.code(), status.message() + " (" + Describe(item.tag) + ")"));
         return;
@@ -181,14 +204,18 @@ class PointToPoint::Channel {
           it->second.pop_front();
         }
       }
-      if (posted) {  // straight into the caller's buffer
-        if (header.bytes > 0)
-          status = stream_->Read(posted->request->operation().output, header.bytes, Forever());
+      if (posted) {  // straight into the caller's buffer, or the device's staging buffer
+        const bool on_device = PointToPointStaging::OnDevice(*posted->request);
+        void* into = posted->request->operation().output;
+        if (on_device) status = staging_.HostBuffer(*posted->request, header.bytes, &into);
+        if (status.ok() && header.bytes > 0) status = stream_->Read(into, header.bytes, Forever());
         if (!status.ok()) {
           posted->request->Complete(status);
           return Abort(status);
         }
-        posted->request->Complete(Status::Ok());
+        posted->request->Complete(on_device ? staging_.ToDevice(*posted->request, into, header.bytes,
+                                                                Interrupt())
+                                            : Status::Ok());
         continue;
       }
       // Unexpected: held until a receive is posted. The length came off the wire (unchecked in
@@ -227,6 +254,7 @@ class PointToPoint::Channel {
   std::map<int32_t, std::deque<std::vector<char>>> unexpected_;  // receiver, by tag
   std::unique_ptr<transport::Stream> stream_;
   Status failed_;
+  PointToPointStaging staging_;  // device tensors
   std::thread thread_;
 };
 

@@ -399,13 +399,14 @@ TEST(CheckSubmission, NegativeTagIsRefused) {
                        Code::kInvalidArgument, "send: negative tag -3"));
 }
 
-TEST(CheckSubmission, SendOfADeviceTensorIsUnsupported) {
+TEST(CheckSubmission, SendAndRecvTakeDeviceTensors) {
   UseSimulatedGpu();
   CollectiveArgs args = PointToPoint(wire::POINT_TO_POINT_RECV, 0);
   args.input.device_type = kDeviceTypeCuda;
-  EXPECT_TRUE(IsStatus(Check(args), Code::kUnsupported,
-                       "recv: send and recv of device tensors are not supported yet; copy the "
-                       "tensor to host memory first"));
+  Request::Operation op;
+  ASSERT_TRUE(IsOk(Check(args, &op)));
+  EXPECT_EQ(op.spec.device_type(), kDeviceTypeCuda);
+  EXPECT_EQ(op.output, in_buffer);
 }
 
 TEST(CheckSubmission, PointToPointUsesItsTensorAsInputAndOutput) {

@@ -336,16 +336,30 @@ TEST(Gpu, TimelineOfOneFusedStep) {
   EXPECT_NE(timeline.find("COPY_OUT"), std::string::npos);
 }
 
-// Point-to-point of device tensors is not served yet: its own status, said at submission.
-TEST(Gpu, SendOfADeviceTensorIsUnsupported) {
+// Send and recv of device tensors, staged through host memory: a posted recv, and one posted
+// after its message arrived; the receiver's stream is ordered after the copy to the device.
+TEST(Gpu, SendAndRecvOfDeviceTensors) {
   SKIP_WITHOUT_GPU();
   Tuttid tuttid;
   InProcessJob job(tuttid, 2, 60000);
-  DeviceTensor t(TUTTI_DTYPE_FLOAT32, 4, 4);
-  tutti_request_t request = nullptr;
-  EXPECT_EQ(tutti_send(job[0], TUTTI_WORLD, &t.desc, 1, 0, &request), TUTTI_ERR_UNSUPPORTED);
-  EXPECT_EQ(LastError(), "send: send and recv of device tensors are not supported yet; copy the "
-                         "tensor to host memory first");
+  const int64_t n = 1 << 20;
+  DeviceTensor sent(TUTTI_DTYPE_FLOAT32, n, 4), received(TUTTI_DTYPE_FLOAT32, n, 4);
+  for (int64_t i = 0; i < n; ++i) sent.as<float>()[i] = static_cast<float>(i % 1000);
+  sent.Upload();
+  for (bool posted_first : {true, false}) {
+    CUDA_OK(cudaMemset(received.data, 0, received.bytes));
+    tutti_request_t send = nullptr, recv = nullptr;
+    if (posted_first) ASSERT_EQ(tutti_recv(job[1], TUTTI_WORLD, &received.desc, 0, 5, &recv), TUTTI_OK) << LastError();
+    ASSERT_EQ(tutti_send(job[0], TUTTI_WORLD, &sent.desc, 1, 5, &send), TUTTI_OK) << LastError();
+    ASSERT_EQ(tutti_request_wait(send, 60000), TUTTI_OK) << LastError();
+    if (!posted_first) ASSERT_EQ(tutti_recv(job[1], TUTTI_WORLD, &received.desc, 0, 5, &recv), TUTTI_OK) << LastError();
+    ASSERT_EQ(tutti_request_stream_wait(recv, nullptr, 60000), TUTTI_OK) << LastError();
+    received.Download();  // on the legacy default stream, which the stream wait ordered
+    EXPECT_EQ(received.host, sent.host) << (posted_first ? "posted first" : "posted late");
+    EXPECT_EQ(tutti_request_wait(recv, 60000), TUTTI_OK) << LastError();
+    tutti_request_free(send);
+    tutti_request_free(recv);
+  }
   EXPECT_EQ(tutti_device_check(TUTTI_DEVICE_CUDA, 4096), TUTTI_ERR_DEVICE_UNAVAILABLE);
   EXPECT_EQ(LastError().rfind("CUDA device 4096 does not exist: this process sees ", 0), 0u) << LastError();
 }

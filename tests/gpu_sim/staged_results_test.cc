@@ -376,6 +376,62 @@ TEST(StagedScaling, DeviceTensorsAreScaledAsHorovodScalesThem) {
     EXPECT_EQ(std::vector<char>(r.begin(), r.begin() + 4), three);
 }
 
+// Send and recv of device tensors, staged through host memory: a recv posted before its message
+// and one posted after it arrived, a host tensor sent to a device tensor, and a recv whose size
+// differs from the message's, which fails with the sizes named. The receiver reads the bytes
+// once its stream ran, after tutti_request_stream_wait.
+TEST(StagedPointToPoint, DeviceTensorsTravelThroughHostMemory) {
+  SimHooks hooks = SimHooks::Of(TUTTI_SIM_MODULE_PATH);
+  Tuttid tuttid;
+  InProcessJob job(tuttid, kRanks, kWaitMs);
+  void* stream = hooks.stream_create(0);
+  DeviceTensor sent(TUTTI_DTYPE_INT32, {1 << 16});
+  Fill(sent, 0, 0);
+  for (bool posted_first : {true, false}) {
+    DeviceTensor received(TUTTI_DTYPE_INT32, {1 << 16});
+    tutti_request_t send = nullptr, recv = nullptr;
+    if (posted_first)
+      ASSERT_EQ(tutti_recv(job[1], TUTTI_WORLD, &received.desc, 0, 7, &recv), TUTTI_OK) << LastError();
+    ASSERT_EQ(tutti_send(job[0], TUTTI_WORLD, &sent.desc, 1, 7, &send), TUTTI_OK) << LastError();
+    ASSERT_EQ(tutti_request_wait(send, kWaitMs), TUTTI_OK) << LastError();
+    if (!posted_first)
+      ASSERT_EQ(tutti_recv(job[1], TUTTI_WORLD, &received.desc, 0, 7, &recv), TUTTI_OK) << LastError();
+    ASSERT_EQ(tutti_request_stream_wait(recv, stream, kWaitMs), TUTTI_OK) << LastError();
+    ASSERT_EQ(hooks.stream_synchronize(stream), 0);
+    EXPECT_EQ(received.bytes, sent.bytes) << (posted_first ? "posted first" : "posted late");
+    EXPECT_EQ(tutti_request_wait(recv, kWaitMs), TUTTI_OK) << LastError();
+    tutti_request_free(send);
+    tutti_request_free(recv);
+  }
+  // Host to device.
+  std::vector<int32_t> host(16, 42);
+  const int64_t shape[] = {16};
+  tutti_tensor_t from_host = TUTTI_TENSOR_INIT;
+  from_host.data = host.data();
+  from_host.dtype = TUTTI_DTYPE_INT32;
+  from_host.ndim = 1;
+  from_host.shape = shape;
+  DeviceTensor into(TUTTI_DTYPE_INT32, {16});
+  tutti_request_t send = nullptr, recv = nullptr;
+  ASSERT_EQ(tutti_send(job[1], TUTTI_WORLD, &from_host, 0, 1, &send), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_recv(job[0], TUTTI_WORLD, &into.desc, 1, 1, &recv), TUTTI_OK) << LastError();
+  EXPECT_EQ(tutti_request_wait(recv, kWaitMs), TUTTI_OK) << LastError();
+  EXPECT_EQ(std::memcmp(into.bytes.data(), host.data(), 64), 0);
+  EXPECT_EQ(tutti_request_wait(send, kWaitMs), TUTTI_OK) << LastError();
+  tutti_request_free(send);
+  tutti_request_free(recv);
+  // Sizes that differ: the recv fails naming both.
+  DeviceTensor small(TUTTI_DTYPE_INT32, {4});
+  ASSERT_EQ(tutti_send(job[0], TUTTI_WORLD, &sent.desc, 1, 2, &send), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_request_wait(send, kWaitMs), TUTTI_OK) << LastError();
+  ASSERT_EQ(tutti_recv(job[1], TUTTI_WORLD, &small.desc, 0, 2, &recv), TUTTI_OK) << LastError();
+  EXPECT_EQ(tutti_request_wait(recv, kWaitMs), TUTTI_ERR_MISMATCH);
+  EXPECT_EQ(LastError(), "recv from rank 0 (tag 2) on process set 0: expected 16 bytes, the sender sent 262144");
+  tutti_request_free(send);
+  tutti_request_free(recv);
+  hooks.stream_destroy(stream);
+}
+
 std::string DTypeLabel(const ::testing::TestParamInfo<int32_t>& info) {
   static const char* names[] = {"", "float16", "bfloat16", "float32", "float64", "int8",
                                 "uint8", "int32", "int64", "int16", "bool"};

@@ -382,7 +382,10 @@ TUTTI_API tutti_status_t tutti_alltoall(tutti_runtime_t runtime, const char* nam
  * waiting behind the set's collectives. Messages from one rank to another on one set are matched
  * by tag in the order they were sent; a recv's tensor must have exactly the sent size
  * (TUTTI_ERR_MISMATCH otherwise). A send completes once its data left this process. Peers are
- * global ranks; a recv from a rank that is lost fails with TUTTI_ERR_PEER_LOST. */
+ * global ranks; a recv from a rank that is lost fails with TUTTI_ERR_PEER_LOST. Device tensors
+ * travel through pinned host memory: a send reads its tensor after the work its stream queued
+ * before the call, a recv writes its tensor after that work, and tutti_request_stream_wait()
+ * orders a stream after the recv's copy to the device. Either side may be a host tensor. */
 TUTTI_API tutti_status_t tutti_send(tutti_runtime_t runtime, int32_t set_id,
                                     const tutti_tensor_t* tensor, int32_t destination, int32_t tag,
                                     tutti_request_t* request);

@@ -417,18 +417,16 @@ def join(device=-1, process_set=global_process_set):
 # The library moves host memory only for point to point (tutti.h, tutti_send): CUDA tensors are
 # staged through a host copy here, made and consumed on the current stream.
 def send(tensor, dst, tag=0, process_set=global_process_set):
-    """Sends `tensor` to global rank `dst` of the set; returns once its data left this process."""
-    source = contiguous(tensor.detach())
-    if source.device.type == "cuda":
-        source = source.to("cpu")  # waits for the current stream's work on it
-    _tutti._rt().send(buffer(source), dst, tag, set_id(process_set)).wait()
+    """Sends `tensor` to global rank `dst` of the set; returns once its data left this process.
+    A CUDA tensor is read after the current stream's work queued before the call."""
+    _tutti._rt().send(buffer(contiguous(tensor.detach())), dst, tag, set_id(process_set)).wait()
 
 
 def recv(tensor, src, tag=0, process_set=global_process_set):
-    """Receives into `tensor` (exactly the sent size) from global rank `src` and returns it."""
-    target = tensor if tensor.device.type == "cpu" and tensor.is_contiguous() else \
-        torch.empty(tensor.shape, dtype=tensor.dtype)
+    """Receives into `tensor` (exactly the sent size) from global rank `src` and returns it. For a
+    CUDA tensor, the current stream is ordered after the data arrived on the device."""
+    target = tensor if tensor.is_contiguous() else torch.empty_like(tensor, memory_format=torch.contiguous_format)
     _tutti._rt().recv(buffer(target), src, tag, set_id(process_set)).wait()
     if target is not tensor:
-        tensor.copy_(target)  # to the device on the current stream
+        tensor.copy_(target)  # on the current stream
     return tensor
