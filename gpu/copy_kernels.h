@@ -17,8 +17,9 @@ namespace tutti::gpu {
 constexpr int kSegmentsPerLaunch = 1024;
 
 // Queues the copies of `segments[0..count)` (host array, read during the call) on `stream`:
-// ceil(count / kSegmentsPerLaunch) kernel launches. Segments must not overlap each other, except
-// that a segment may copy onto itself (an in-place scale).
+// unscaled segments of 1 MiB or more as one cudaMemcpyAsync each, the others in
+// ceil(n / kSegmentsPerLaunch) kernel launches. Segments must not overlap each other, except that
+// a segment may copy onto itself (an in-place scale).
 cudaError_t LaunchBatchedCopy(const CopySegment* segments, size_t count, DType dtype,
                               const CopyTransform& transform, cudaStream_t stream);
 
