@@ -71,7 +71,7 @@ void Runtime::OnExecute(wire::Execute& execute) {
       }
       parts.push_back(FusedPart{std::move(request), std::move(rows), response.device_path(),
                                 response.device_group(), cutoffs, execute.has_tuning(),
-                                execute.tuning().trial()});
+                                execute.tuning().trial(), response.partial()});
     }
     if (parts.empty()) continue;
     Status status;

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "client/exec/collectives.h"
+#include "client/exec/device_work.h"
 #include "client/exec/gpu_module_loader.h"
 #include "client/exec/log.h"
 
@@ -12,69 +13,7 @@ namespace {
 
 using WallClock = Timeline::WallClock;
 
-char* At(void* base, size_t offset) { return static_cast<char*>(base) + offset; }
-const char* At(const void* base, size_t offset) { return static_cast<const char*>(base) + offset; }
-
 gpu::Chunks ToChunks(const ChunkLayout& layout) { return gpu::Chunks{layout.begin, layout.size}; }
-
-// What the copy out applies: average and postscale, folded like the host path's Finish():
-// floating types fold the division into the scale, integers divide then scale, bool is made 0
-// or 1 (it has neither average nor scale).
-gpu::CopyTransform OutTransform(DType dtype, ReduceOp op, double postscale, size_t n) {
-  gpu::CopyTransform transform;
-  if (dtype == DType::kBool) {
-    transform.normalize_bool = true;
-    return transform;
-  }
-  transform.scale = postscale;
-  if (op == ReduceOp::kAverage) {
-    if (IsFloating(dtype))
-      transform.scale /= static_cast<double>(n);
-    else
-      transform.divisor = static_cast<int64_t>(n);
-  }
-  return transform;
-}
-
-bool IsIdentity(const gpu::CopyTransform& transform) {
-  return transform.scale == 1.0 && transform.divisor == 1 && !transform.normalize_bool;
-}
-
-// What NCCL reduces with: the average is a sum whose division the copy out applies.
-ReduceOp Reduction(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
-
-gpu::CopyTransform Prescale(double prescale) {
-  gpu::CopyTransform transform;
-  transform.scale = prescale;
-  return transform;
-}
-
-Status OpenDevice(const DeviceArgs& args, int32_t index, gpu::ProcessSetOnDevice** device) {
-  auto& slot = args.state->devices[index];
-  if (!slot) {
-    gpu::Module* module;
-    TUTTI_RETURN_IF_ERROR(LoadGpuModule(&module));
-    TUTTI_RETURN_IF_ERROR(module->OpenProcessSet(index, &slot));
-  }
-  *device = slot.get();
-  return Status::Ok();
-}
-
-void FreeDeviceResult(void* pointer, size_t /*bytes*/, void* device) {
-  gpu::Module* module;
-  if (LoadGpuModule(&module).ok())
-    module->Free(static_cast<int32_t>(reinterpret_cast<intptr_t>(device)), pointer);
-}
-
-// A result in device memory that the request owns from now on.
-Status DeviceResult(gpu::ProcessSetOnDevice* device, int32_t index, size_t bytes, Request& request,
-                    void** data) {
-  TUTTI_RETURN_IF_ERROR(device->AllocateResult(bytes, data));
-  request.result().data.Adopt(*data, bytes,
-                              Allocator{nullptr, FreeDeviceResult,
-                                        reinterpret_cast<void*>(static_cast<intptr_t>(index))});
-  return Status::Ok();
-}
 
 // Creates the set's communicator for `group` on first use: the first member makes the unique id
 // and tuttid relays it to the others.
@@ -118,15 +57,6 @@ class Phases {
   const PhaseObserver& observe_;
   gpu::Deadline deadline_;
 };
-
-// Publishes the completion event to the requests, then waits for it on the host.
-Status Finish(const DeviceArgs& args, gpu::ProcessSetOnDevice* device, const std::vector<FusedPart>& parts,
-              gpu::Deadline deadline) {
-  std::shared_ptr<gpu::Event> done;
-  TUTTI_RETURN_IF_ERROR(device->Record(&done));
-  for (const auto& part : parts) part.request->SetDeviceWork(done);
-  return device->Wait(*done, deadline, args.interrupted);
-}
 
 Status NcclAllreduce(gpu::ProcessSetOnDevice* device, int32_t group, const std::vector<FusedPart>& parts,
                      size_t n, Phases& phases) {
@@ -295,22 +225,6 @@ Status NcclAlltoall(gpu::ProcessSetOnDevice* device, int32_t index, int32_t grou
   return device->AllToAll(group, request.operation().input, ToChunks(out), result, ToChunks(in));
 }
 
-// The device every device tensor of `parts` is on (the coordinator fuses only tensors of one
-// device combination, so there is one), or -1 if all are host tensors.
-int32_t DeviceOf(const std::vector<FusedPart>& parts) {
-  for (const auto& part : parts) {
-    const auto& spec = part.request->operation().spec;
-    if (spec.device_type() != 0) return spec.device_index();
-  }
-  return -1;
-}
-
-Status OrderAfterProducers(gpu::ProcessSetOnDevice* device, const std::vector<FusedPart>& parts) {
-  for (const auto& part : parts)
-    if (const auto& ready = part.request->operation().ready) TUTTI_RETURN_IF_ERROR(device->After(*ready));
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status RunNcclCollective(const DeviceArgs& args, const std::vector<FusedPart>& parts,
@@ -349,104 +263,6 @@ Status RunNcclCollective(const DeviceArgs& args, const std::vector<FusedPart>& p
     default:
       return Status(Code::kInternal, std::string("no device path for ") + wire::KindName(spec.kind()));
   }
-  return Finish(args, device, parts, deadline);
-}
-
-Status RunStagedCollective(const DeviceArgs& args, const RingArgs& ring,
-                           const std::vector<FusedPart>& parts, std::vector<char>* fusion_buffer,
-                           const PhaseObserver& observe) {
-  const auto& spec = parts.front().request->operation().spec;
-  const int32_t index = DeviceOf(parts);
-  const auto deadline = gpu::Clock::now() + args.timeout;
-  if (!args.state->warned_staged) {
-    args.state->warned_staged = true;
-    Log().warn("process set {}: device tensors go through host memory and the CPU transports "
-               "(members share a GPU, or one joined); tuttid's log says "
-               "which",
-               args.set_id);
-  }
-  gpu::ProcessSetOnDevice* device;
-  TUTTI_RETURN_IF_ERROR(OpenDevice(args, index, &device));
-  TUTTI_RETURN_IF_ERROR(OrderAfterProducers(device, parts));
-
-  // Device tensors are scaled on the device, as the NCCL path scales them (float16 in float16,
-  // gpu/module_api.h): the prescale on the way out, the average and postscale on the way back; the
-  // host collective only sums, or takes the min, max or product.
-  const auto dtype = static_cast<DType>(spec.dtype());
-  const size_t element = ElementSize(dtype);
-  const bool reduces =
-      spec.kind() == wire::COLLECTIVE_ALLREDUCE || spec.kind() == wire::COLLECTIVE_REDUCESCATTER;
-  const gpu::CopyTransform scale_in = reduces ? Prescale(spec.prescale()) : gpu::CopyTransform{};
-  const gpu::CopyTransform scale_out =
-      reduces && dtype != DType::kBool  // the host's bool reduction already wrote 0 or 1
-          ? OutTransform(dtype, static_cast<ReduceOp>(spec.reduce_op()), spec.postscale(),
-                         args.members->size())
-          : gpu::CopyTransform{};
-
-  // Device → pinned host, every input back to back (through the fusion buffer when scaled).
-  size_t staged = 0;
-  for (const auto& part : parts) staged += part.request->operation().count * element;
-  void* staging;
-  TUTTI_RETURN_IF_ERROR(device->StagingBuffer(std::max<size_t>(staged, 1), &staging));
-  void* scaled = nullptr;
-  if (!IsIdentity(scale_in)) TUTTI_RETURN_IF_ERROR(device->FusionBuffer(std::max<size_t>(staged, 1), &scaled));
-  std::vector<gpu::CopySegment> scale_segments;
-  std::vector<FusedPart> host_parts;
-  size_t offset = 0;
-  for (const auto& part : parts) {
-    Request::Operation op = part.request->operation();
-    const size_t bytes = op.count * element;
-    if (scaled)
-      scale_segments.push_back({op.input, At(scaled, offset), op.count});
-    else
-      TUTTI_RETURN_IF_ERROR(device->CopyBytes(At(staging, offset), op.input, bytes));
-    op.input = At(staging, offset);
-    if (op.output != nullptr) op.output = At(staging, offset);  // allreduce and broadcast: in place
-    op.ready.reset();
-    if (reduces) {
-      op.spec.set_prescale(1.0);
-      op.spec.set_postscale(1.0);
-      if (op.spec.reduce_op() == static_cast<int32_t>(ReduceOp::kAverage))
-        op.spec.set_reduce_op(static_cast<int32_t>(ReduceOp::kSum));
-    }
-    host_parts.push_back(FusedPart{std::make_shared<Request>(std::move(op)), part.member_rows,
-                                   part.device_path, part.device_group});
-    offset += bytes;
-  }
-  if (scaled) {
-    TUTTI_RETURN_IF_ERROR(device->Copy(scale_segments, dtype, scale_in));
-    TUTTI_RETURN_IF_ERROR(device->CopyBytes(staging, scaled, staged));
-  }
-  std::shared_ptr<gpu::Event> staged_in;
-  TUTTI_RETURN_IF_ERROR(device->Record(&staged_in));
-  TUTTI_RETURN_IF_ERROR(device->Wait(*staged_in, deadline, args.interrupted));
-
-  TUTTI_RETURN_IF_ERROR(host_parts.size() == 1
-                            ? RunCollective(ring, *host_parts.front().request, host_parts.front().member_rows)
-                            : RunFused(ring, host_parts, fusion_buffer, observe));
-
-  // Host → device: into the caller's output, or into a device result; then scaled in place.
-  scale_segments.clear();
-  for (size_t p = 0; p < parts.size(); ++p) {
-    auto& request = *parts[p].request;
-    auto& host = *host_parts[p].request;
-    if (request.operation().output != nullptr) {
-      TUTTI_RETURN_IF_ERROR(device->CopyBytes(request.operation().output, host.operation().output,
-                                              request.operation().count * element));
-      scale_segments.push_back({request.operation().output, request.operation().output,
-                                request.operation().count});
-      continue;
-    }
-    if (spec.kind() == wire::COLLECTIVE_BARRIER) continue;
-    void* result;
-    TUTTI_RETURN_IF_ERROR(DeviceResult(device, index, host.result().data.size(), request, &result));
-    TUTTI_RETURN_IF_ERROR(device->CopyBytes(result, host.result().data.data(), host.result().data.size()));
-    scale_segments.push_back({result, result, host.result().data.size() / element});
-    request.result().shape = host.result().shape;
-    request.result().received_splits = host.result().received_splits;
-  }
-  if (!IsIdentity(scale_out)) TUTTI_RETURN_IF_ERROR(device->Copy(scale_segments, dtype, scale_out));
-  // The host results must outlive the copies: wait here, before host_parts goes.
   return Finish(args, device, parts, deadline);
 }
 

@@ -27,6 +27,9 @@ struct FusedPart {
   // (docs/autotune.md); the lane reports its execution time under it.
   bool tuned = false;
   uint32_t trial = 0;
+  // A member has joined and takes part with a share built in host memory, as one collective:
+  // the staged path must then run it whole, not in pieces.
+  bool joined_member = false;
 };
 
 // Allgather and reducescatter fuse member-major, so that each member's chunk is contiguous: chunk

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -431,6 +432,90 @@ TEST(StagedPointToPoint, DeviceTensorsTravelThroughHostMemory) {
   tutti_request_free(recv);
   hooks.stream_destroy(stream);
 }
+
+// A large staged allreduce runs in pieces of 4 MiB whose copies and host reductions overlap; the
+// result is the whole one's, including a short last piece, in place and out of place, with the
+// average and a postscale applied on the device per piece. While a rank has joined, the same
+// allreduce runs whole (the joined rank's share is one host collective).
+// Over both host transports: shared memory streams bytes in a way that would hide pieces cut
+// against a whole collective, TCP's ring would not.
+class StagedPieces : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override { setenv("TUTTI_TRANSPORT", GetParam(), 1); }
+  void TearDown() override { unsetenv("TUTTI_TRANSPORT"); }
+};
+
+TEST_P(StagedPieces, ALargeAllreduceRunsInPiecesWithTheWholeResult) {
+  Tuttid tuttid;
+  InProcessJob job(tuttid, kRanks, kWaitMs);
+  const int64_t n = (9 << 20) / 4 + 3;  // three pieces, the last of 1 MiB + 12 bytes
+  std::vector<DeviceTensor> in, out;
+  for (int r = 0; r < kRanks; ++r) {
+    in.emplace_back(TUTTI_DTYPE_FLOAT32, std::vector<int64_t>{n});
+    out.emplace_back(TUTTI_DTYPE_FLOAT32, std::vector<int64_t>{n});
+    Fill(in[r], r, 0);
+  }
+  tutti_allreduce_options_t average = TUTTI_ALLREDUCE_OPTIONS_INIT;
+  average.reduce_op = TUTTI_OP_AVERAGE;
+  average.postscale_factor = 4.0;
+  tutti_request_t requests[kRanks];
+  for (int r = 0; r < kRanks; ++r)
+    ASSERT_EQ(tutti_allreduce(job[r], "pieces", TUTTI_WORLD, &in[r].desc, &out[r].desc, &average, &requests[r]),
+              TUTTI_OK) << LastError();
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(tutti_request_wait(requests[r], kWaitMs), TUTTI_OK) << LastError();
+    tutti_request_free(requests[r]);
+  }
+  std::vector<double> expected(n);
+  for (int64_t i = 0; i < n; ++i) expected[i] = (Value(TUTTI_DTYPE_FLOAT32, 0, 0, i) + Value(TUTTI_DTYPE_FLOAT32, 1, 0, i)) * 2;
+  const std::vector<char> bytes = Bytes(TUTTI_DTYPE_FLOAT32, expected);
+  for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(out[r].bytes == bytes) << "out of place, rank " << r;
+  // In place, summed.
+  for (int r = 0; r < kRanks; ++r)
+    ASSERT_EQ(tutti_allreduce(job[r], "pieces in place", TUTTI_WORLD, &in[r].desc, &in[r].desc, nullptr, &requests[r]),
+              TUTTI_OK) << LastError();
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(tutti_request_wait(requests[r], kWaitMs), TUTTI_OK) << LastError();
+    tutti_request_free(requests[r]);
+  }
+  for (int64_t i = 0; i < n; ++i) expected[i] /= 2;
+  for (int r = 0; r < kRanks; ++r) EXPECT_TRUE(in[r].bytes == Bytes(TUTTI_DTYPE_FLOAT32, expected)) << "in place, rank " << r;
+
+  // Rank 1 joins: rank 0's allreduce of the same size runs whole against the joined share.
+  tutti_status_t joined = TUTTI_OK;
+  std::thread joiner([&] {
+    int32_t last = -1;
+    joined = tutti_join(job[1], TUTTI_WORLD, kWaitMs, &last);
+  });
+  const std::vector<char> before = in[0].bytes;
+  // Until rank 1's join is in effect its share is not built: the allreduce waits for it.
+  ASSERT_EQ(tutti_allreduce(job[0], "while joined", TUTTI_WORLD, &in[0].desc, &out[0].desc, nullptr, &requests[0]),
+            TUTTI_OK) << LastError();
+  EXPECT_EQ(tutti_request_wait(requests[0], kWaitMs), TUTTI_OK) << LastError();
+  tutti_request_free(requests[0]);
+  EXPECT_TRUE(out[0].bytes == before);  // the joined rank adds zeros
+  int32_t last = -1;
+  EXPECT_EQ(tutti_join(job[0], TUTTI_WORLD, kWaitMs, &last), TUTTI_OK) << LastError();
+  joiner.join();
+  EXPECT_EQ(joined, TUTTI_OK);
+  // Both members' data planes are still in step: had rank 0 cut pieces against the joined share,
+  // this one would read the leftovers.
+  for (int r = 0; r < kRanks; ++r)
+    ASSERT_EQ(tutti_allreduce(job[r], "after the join", TUTTI_WORLD, &in[r].desc, &out[r].desc, nullptr, &requests[r]),
+              TUTTI_OK) << LastError();
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(tutti_request_wait(requests[r], 20000), TUTTI_OK) << LastError();
+    tutti_request_free(requests[r]);
+  }
+  for (int r = 0; r < kRanks; ++r) {  // in[0] and in[1] are equal since the in-place sum
+    std::vector<double> doubled(expected);
+    for (auto& v : doubled) v *= 2;
+    EXPECT_TRUE(out[r].bytes == Bytes(TUTTI_DTYPE_FLOAT32, doubled)) << "after the join, rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, StagedPieces, ::testing::Values("shm", "tcp"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 std::string DTypeLabel(const ::testing::TestParamInfo<int32_t>& info) {
   static const char* names[] = {"", "float16", "bfloat16", "float32", "float64", "int8",
