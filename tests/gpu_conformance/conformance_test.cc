@@ -313,7 +313,7 @@ TEST_P(CopyTransforms, GiveTheReferenceBitsInManySegmentsAndInPlace) {
         << first_difference;
   }
   // In place: a segment may copy onto itself.
-  const Case& last = Transforms(dtype).back();
+  const Case last = Transforms(dtype).back();
   void* in_place = ToDevice(input.data(), input.size());
   ASSERT_TRUE(set_->Copy({{in_place, in_place, total}}, dtype, last.transform).ok());
   EXPECT_TRUE(FromDevice(in_place, input.size()) == Reference(dtype, input, last.transform))
