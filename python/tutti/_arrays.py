@@ -1,13 +1,18 @@
-"""The framework-neutral array core: any framework's host array, in and out of tutti's collectives.
+"""The framework-neutral array core: any framework's array, in and out of tutti's collectives.
 
-A framework binding (tutti.jax, and later TensorFlow, Keras, MXNet) hands its arrays to these
-functions and wraps the NumPy arrays they return in its own type; nothing here imports a
-framework. How an array goes in, first match wins:
+A framework binding (tutti.jax, tutti.tensorflow, tutti.keras, tutti.mxnet) hands its arrays to
+these functions, with its ArrayHooks for device arrays, and wraps what they return in its own
+type; nothing here imports a framework. How an array goes in, first match wins:
 
 - a `numpy.ndarray`: as is;
-- memory on a device (`__cuda_array_interface__`, or a `__dlpack_device__` that is not the CPU):
-  refused with UnsupportedError. The C ABI does take CUDA tensors, but a request on them needs
-  the framework's stream (tutti._core.DeviceHooks), which only tutti.torch supplies;
+- a CUDA array (its `__dlpack_device__` says CUDA) with the binding's `hooks`: by DLPack, zero-copy
+  (tutti/_dlpack.py). Its producer order is the framework's stream (`hooks.stream`), which the
+  capsule is asked for (`__dlpack__(stream=...)`) and the collective is ordered after, as
+  tutti.torch orders after PyTorch's current stream. Results are arrays of the input's device
+  (`hooks.empty`, `hooks.copy`, `hooks.copy_result`), ready on that stream once the call
+  returned (tutti_request_stream_wait);
+- other device memory, or a CUDA array without hooks (`__cuda_array_interface__` alone, too):
+  refused with UnsupportedError;
 - `__array_interface__`, the buffer protocol or `__array__` (jax.Array, torch CPU tensors):
   `numpy.asarray`, a zero-copy view where the framework allows it (a jax.Array on the CPU gives a
   read-only view of its buffer);
@@ -23,15 +28,30 @@ completed; the request keeps its input alive until then (tutti._core.Handle). bf
 import numpy as np
 
 import tutti as _tutti
-from . import _capi
-from ._core import Buffer
+from . import _capi, _dlpack
+from ._core import Buffer, DeviceHooks
 from .errors import InvalidArgumentError, UnsupportedError
 
-# DLPack's DLDeviceType codes (dlpack.h), for naming the device of a refused array.
-_DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal",
-                   9: "vpi", 10: "rocm", 11: "rocm_host", 13: "cuda_managed", 14: "oneapi",
-                   15: "webgpu", 16: "hexagon"}
-_DLPACK_CPU = 1
+
+class ArrayHooks(DeviceHooks):
+    """What the core needs from a framework for its CUDA arrays, beside DeviceHooks' stream
+    waits, fences and result copies. Streams are cudaStream_t values as ints (0: the legacy
+    default stream). Every method runs on the calling thread."""
+
+    def stream(self, device_index):
+        """The stream the framework's work on the device is ordered on (its current stream):
+        collectives wait for what it queued before the call, and results are used on it."""
+        raise NotImplementedError
+
+    def empty(self, dtype, shape, device_index):
+        """A new framework array of the tutti dtype and shape on the device, and its address:
+        the library writes it on its own stream; the framework reads it after the wait."""
+        raise NotImplementedError
+
+    def copy(self, value, device_index):
+        """A new framework array holding a copy of device array `value`, made on the stream, and
+        its address."""
+        raise NotImplementedError
 
 
 def _bfloat16():
@@ -57,15 +77,14 @@ def dtype_code(array, what="array"):
 
 
 def _device_memory(value):
-    """The name of the device holding `value` when it is not host memory, else None."""
+    """(name, DLPack device) of the device holding `value` when it is not host memory, else
+    None (the DLPack device is None for `__cuda_array_interface__` alone)."""
+    device = _dlpack.device_of(value)
+    if device is not None and device[0] != _dlpack.CPU:
+        name = _dlpack.DEVICE_NAMES.get(device[0], f"DLPack device type {device[0]}")
+        return f"{name}:{device[1]}", device
     if hasattr(value, "__cuda_array_interface__"):
-        return "cuda"
-    dlpack_device = getattr(value, "__dlpack_device__", None)
-    if dlpack_device is not None:
-        device_type, index = dlpack_device()
-        if int(device_type) != _DLPACK_CPU:
-            name = _DLPACK_DEVICES.get(int(device_type), f"DLPack device type {int(device_type)}")
-            return f"{name}:{index}"
+        return "cuda", None
     return None
 
 
@@ -88,9 +107,9 @@ def host_array(value, what="array"):
         device = _device_memory(value)
         if device is not None:
             raise UnsupportedError(
-                f"{what} is in {device} memory: tutti's framework-neutral core takes host memory "
-                f"only (tutti.torch alone reduces CUDA tensors on the device); copy it to the host "
-                f"first")
+                f"{what} is in {device[0]} memory: this call takes host memory only (a binding "
+                f"passes CUDA arrays through DLPack with its framework's hooks); copy it to the "
+                f"host first")
         if (hasattr(value, "__array_interface__") or _has_buffer_protocol(value)
                 or hasattr(value, "__array__")):
             array = np.asarray(value)
@@ -107,10 +126,29 @@ def host_array(value, what="array"):
     return array
 
 
-def buffer_of(value, what="array"):
-    """The tutti Buffer of `value`'s host memory; the Buffer keeps that memory alive."""
+def buffer_of(value, what="array", hooks=None):
+    """The tutti Buffer of `value`'s memory, host or (with `hooks`) CUDA; the Buffer keeps that
+    memory alive."""
+    if hooks is not None and not isinstance(value, np.ndarray):
+        device = _dlpack.device_of(value)
+        if device is not None and device[0] == _dlpack.CUDA:
+            stream = hooks.stream(device[1])
+            # DLPack numbers CUDA's legacy default stream 1 (0 is not allowed).
+            d = _dlpack.describe(value, stream or 1, what)
+            return Buffer(d.pointer, d.dtype, d.shape, (value, d.capsule), _capi.DEVICE_CUDA,
+                          d.device_index, stream, hooks)
     array = host_array(value, what)
     return Buffer(array.ctypes.data, dtype_code(array, what), array.shape, array)
+
+
+def _device_output(source, value=None):
+    """A Buffer for the result of a collective on device `source`: a new framework array from
+    the hooks, empty, or a copy of `value`; and that array."""
+    hooks, index = source.hooks, source.device_index
+    array, pointer = hooks.copy(value, index) if value is not None else \
+        hooks.empty(source.dtype, source.shape, index)
+    return Buffer(pointer, source.dtype, source.shape, array, _capi.DEVICE_CUDA, index,
+                  hooks.stream(index), hooks), array
 
 
 def new_array(dtype, shape):
@@ -125,69 +163,79 @@ def new_array(dtype, shape):
     return array, array.ctypes.data
 
 
-def _empty_like(buffer):
-    return new_array(buffer.dtype, buffer.shape)[0]
+def _output_like(source, what):
+    """(Buffer, array) for an output shaped as `source`, on its device."""
+    if source.device_type == _capi.DEVICE_CUDA:
+        return _device_output(source)
+    array = new_array(source.dtype, source.shape)[0]
+    return buffer_of(array, what), array
 
 
 # ---- collectives on host arrays: each returns new NumPy arrays once its request completed -------
 def grouped_allreduce(values, op=_tutti.Sum, name=None, set_id=_tutti.WORLD, prescale_factor=1.0,
-                      postscale_factor=1.0):
+                      postscale_factor=1.0, hooks=None):
     """Reduces every array of `values` across the set in one request (fused as one step)."""
-    sources = [buffer_of(v, f"tensors[{i}]") for i, v in enumerate(values)]
+    sources = [buffer_of(v, f"tensors[{i}]", hooks) for i, v in enumerate(values)]
     if not sources:
         return []
-    outs = [_empty_like(s) for s in sources]
-    targets = [buffer_of(o, f"outputs[{i}]") for i, o in enumerate(outs)]
-    return _tutti._rt().grouped_allreduce(sources, targets, name, set_id, op, prescale_factor,
-                                          postscale_factor, 0, finish=lambda request: outs).wait()
+    targets, outs = zip(*[_output_like(s, f"outputs[{i}]") for i, s in enumerate(sources)])
+    outs = list(outs)
+    return _tutti._rt().grouped_allreduce(sources, list(targets), name, set_id, op,
+                                          prescale_factor, postscale_factor, 0,
+                                          finish=lambda request: outs).wait()
 
 
 def allreduce(value, op=_tutti.Sum, name=None, set_id=_tutti.WORLD, prescale_factor=1.0,
-              postscale_factor=1.0):
-    source = buffer_of(value)
-    out = _empty_like(source)
-    return _tutti._rt().allreduce(source, buffer_of(out, "output"), name, set_id, op,
-                                  prescale_factor, postscale_factor, 0,
-                                  finish=lambda request: out).wait()
+              postscale_factor=1.0, hooks=None):
+    source = buffer_of(value, "array", hooks)
+    target, out = _output_like(source, "output")
+    return _tutti._rt().allreduce(source, target, name, set_id, op, prescale_factor,
+                                  postscale_factor, 0, finish=lambda request: out).wait()
 
 
-def grouped_broadcast(values, root, name=None, set_id=_tutti.WORLD):
+def grouped_broadcast(values, root, name=None, set_id=_tutti.WORLD, hooks=None):
     """Copies of `values` as the set's global rank `root` has them: one request per array, all
     submitted before the first wait, so that they travel together."""
-    copies = [np.array(host_array(v, f"tensors[{i}]"), order="C") for i, v in enumerate(values)]
+    copies = []
+    for i, value in enumerate(values):
+        source = buffer_of(value, f"tensors[{i}]", hooks)
+        if source.device_type == _capi.DEVICE_CUDA:
+            copies.append(_device_output(source, value))
+        else:
+            copy = np.array(host_array(value, f"tensors[{i}]"), order="C")
+            copies.append((buffer_of(copy, f"tensors[{i}]"), copy))
     runtime = _tutti._rt()
-    handles = [runtime.broadcast(buffer_of(c, f"tensors[{i}]"), root,
-                                 None if name is None else f"{name}.{i}", set_id)
-               for i, c in enumerate(copies)]
+    handles = [runtime.broadcast(target, root, None if name is None else f"{name}.{i}", set_id)
+               for i, (target, _) in enumerate(copies)]
     for handle in handles:
         handle.wait()
-    return copies
+    return [copy for _, copy in copies]
 
 
-def broadcast(value, root, name=None, set_id=_tutti.WORLD):
-    return grouped_broadcast([value], root, name, set_id)[0]
+def broadcast(value, root, name=None, set_id=_tutti.WORLD, hooks=None):
+    return grouped_broadcast([value], root, name, set_id, hooks)[0]
 
 
-def allgather(value, name=None, set_id=_tutti.WORLD):
+def allgather(value, name=None, set_id=_tutti.WORLD, hooks=None):
     """Every member's array concatenated along the first dimension, in set order."""
-    return _tutti._rt().allgather(buffer_of(value), new_array, name, set_id).wait()
+    return _tutti._rt().allgather(buffer_of(value, "array", hooks), new_array, name, set_id).wait()
 
 
-def grouped_allgather(values, name=None, set_id=_tutti.WORLD):
+def grouped_allgather(values, name=None, set_id=_tutti.WORLD, hooks=None):
     """allgather of every array of `values` in one grouped request (negotiated as one unit)."""
-    buffers = [buffer_of(v, f"tensors[{i}]") for i, v in enumerate(values)]
+    buffers = [buffer_of(v, f"tensors[{i}]", hooks) for i, v in enumerate(values)]
     if not buffers:
         return []
     return _tutti._rt().grouped_allgather(buffers, new_array, name, set_id).wait()
 
 
 def grouped_reducescatter(values, op=_tutti.Sum, name=None, set_id=_tutti.WORLD,
-                          prescale_factor=1.0, postscale_factor=1.0):
+                          prescale_factor=1.0, postscale_factor=1.0, hooks=None):
     """reducescatter of every array of `values`. The C ABI has no grouped reducescatter: one
     request per array (named `name.i`, or unnamed in list order), all submitted from this thread
     before the first wait, so that every rank submits them in the same order and they travel
     together; each completes on its own."""
-    buffers = [buffer_of(v, f"tensors[{i}]") for i, v in enumerate(values)]
+    buffers = [buffer_of(v, f"tensors[{i}]", hooks) for i, v in enumerate(values)]
     runtime = _tutti._rt()
     handles = [runtime.reducescatter(b, new_array, None if name is None else f"{name}.{i}",
                                      set_id, op, prescale_factor, postscale_factor)
@@ -196,18 +244,20 @@ def grouped_reducescatter(values, op=_tutti.Sum, name=None, set_id=_tutti.WORLD,
 
 
 def reducescatter(value, op=_tutti.Sum, name=None, set_id=_tutti.WORLD, prescale_factor=1.0,
-                  postscale_factor=1.0):
+                  postscale_factor=1.0, hooks=None):
     """This member's rows of the reduction (the first members get one more when they do not
     divide evenly)."""
-    return _tutti._rt().reducescatter(buffer_of(value), new_array, name, set_id, op,
-                                      prescale_factor, postscale_factor).wait()
+    return _tutti._rt().reducescatter(buffer_of(value, "array", hooks), new_array, name, set_id,
+                                      op, prescale_factor, postscale_factor).wait()
 
 
-def alltoall(value, splits=None, name=None, set_id=_tutti.WORLD):
-    """(received rows concatenated in set order, rows received from each member)."""
+def alltoall(value, splits=None, name=None, set_id=_tutti.WORLD, hooks=None):
+    """(received rows concatenated in set order, rows received from each member as a host
+    list)."""
     if splits is not None:
         splits = [int(s) for s in host_array(splits, "splits").reshape(-1)]
-    return _tutti._rt().alltoall(buffer_of(value), new_array, splits, name, set_id).wait()
+    return _tutti._rt().alltoall(buffer_of(value, "array", hooks), new_array, splits, name,
+                                 set_id).wait()
 
 
 def barrier(set_id=_tutti.WORLD):
