@@ -444,6 +444,48 @@ TEST_F(Conformance, UniqueIdsAre128FreshBytes) {
   EXPECT_NE(a, b);
 }
 
+// A communicator of one rank (all one GPU allows): made from a fresh id, every collective gives
+// the rank's own data back, in place or not, and int16 is not reduced.
+TEST_F(Conformance, AOneRankCommunicatorRunsEveryCollective) {
+  std::string id;
+  ASSERT_TRUE(module_->UniqueId(&id).ok());
+  Status made = set_->InitComm(3, id, 1, 0, Clock::now() + kLong, nullptr);
+  ASSERT_TRUE(made.ok()) << made.message();
+  EXPECT_TRUE(set_->HasComm(3));
+  EXPECT_FALSE(set_->HasComm(0));
+  set_->Bound(Clock::now() + kLong, nullptr);
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) / 3;
+  const size_t bytes = values.size() * 4;
+  void* a = ToDevice(values.data(), bytes);
+  void* b = ToDevice(std::vector<float>(values.size(), 0).data(), bytes);
+  const auto host = [&](void* device) {
+    std::vector<float> out(values.size());
+    std::memcpy(out.data(), FromDevice(device, bytes).data(), bytes);
+    return out;
+  };
+  ASSERT_TRUE(set_->Allreduce(3, a, b, values.size(), DType::kFloat32, ReduceOp::kSum).ok());
+  EXPECT_EQ(host(b), values);
+  ASSERT_TRUE(set_->Allreduce(3, a, a, values.size(), DType::kFloat32, ReduceOp::kMax).ok());
+  EXPECT_EQ(host(a), values);
+  ASSERT_TRUE(set_->Broadcast(3, a, bytes, 0).ok());
+  EXPECT_EQ(host(a), values);
+  const Chunks whole{{0}, {bytes}};
+  ASSERT_TRUE(set_->Allgather(3, a, whole).ok());
+  EXPECT_EQ(host(a), values);
+  ASSERT_TRUE(set_->ReduceScatter(3, a, whole, 0, DType::kFloat32, ReduceOp::kSum).ok());
+  EXPECT_EQ(host(a), values);
+  ASSERT_TRUE(set_->AllToAll(3, a, whole, b, whole).ok());
+  EXPECT_EQ(host(b), values);
+  Sync();
+  Status int16 = set_->Allreduce(3, a, a, 4, DType::kInt16, ReduceOp::kSum);
+  EXPECT_EQ(int16.code(), Code::kUnsupported);
+  EXPECT_EQ(int16.message(), "NCCL cannot reduce int16 (it has no 16-bit integer type)");
+  Status missing = set_->Allreduce(7, a, a, 4, DType::kFloat32, ReduceOp::kSum);
+  EXPECT_EQ(missing.code(), Code::kInternal);
+  EXPECT_EQ(missing.message(), "no NCCL communicator for device group 7");
+}
+
 TEST_F(Conformance, ACommunicatorFromAnIdOfTheWrongSizeIsRefused) {
   EXPECT_FALSE(set_->HasComm(0));
   Status status = set_->InitComm(0, "short", 2, 0, Clock::now() + kLong, nullptr);

@@ -17,6 +17,7 @@ struct SimHooks {
   void (*device_synchronize)(int32_t device);
   void (*pause)(int paused);
   uint64_t (*seed)();
+  int64_t (*communicators_created)();  // joined by this process's ranks, ever
 
   // The hooks of the module at `path`; throws if it is not the simulator.
   static SimHooks Of(const std::string& path) {
@@ -29,6 +30,7 @@ struct SimHooks {
     Bind(module, "tutti_sim_device_synchronize", &hooks.device_synchronize);
     Bind(module, "tutti_sim_pause", &hooks.pause);
     Bind(module, "tutti_sim_seed", &hooks.seed);
+    Bind(module, "tutti_sim_communicators_created", &hooks.communicators_created);
     return hooks;
   }
 

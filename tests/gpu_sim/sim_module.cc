@@ -2,9 +2,10 @@
 // memory; streams and events are asynchronous as a GPU's are: work runs later on the engine's
 // executor in an order the seed picks (tests/gpu_sim/sim_streams.h), so code that reads a result
 // before waiting for it, or lets two streams race, fails here as it would on a GPU. NCCL is
-// absent: InitComm reports the id it got, so a test can check that every member received the
-// first member's. What the simulator must reproduce of the real module (gpu/cuda_module.cc) is
-// written in gpu/module_api.h and checked against both by tests/gpu_conformance.
+// simulated between the processes of one machine (tests/gpu_sim/sim_nccl.h): a communicator
+// made from the relayed unique id, whose collectives block their stream until every rank came.
+// What the simulator must reproduce of the real module (gpu/cuda_module.cc) is written in
+// gpu/module_api.h and checked against both by tests/gpu_conformance.
 //
 // Environment: TUTTI_SIM_GPUS, the number of devices (default 2). Device i's UUID is
 // "tutti-sim-gpu-<i>" padded to 16 bytes, so two ranks on one host and index share a GPU.
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -23,6 +26,7 @@
 #include "client/kernels/half.h"
 #include "client/kernels/reduce.h"
 #include "gpu/module_api.h"
+#include "tests/gpu_sim/sim_nccl.h"
 #include "tests/gpu_sim/sim_streams.h"
 
 namespace tutti::gpu {
@@ -30,18 +34,14 @@ namespace {
 
 using sim::Engine;
 
-// FNV-1a: a short, stable name for an id in messages.
-std::string Fingerprint(const std::string& id) {
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : id) hash = (hash ^ c) * 1099511628211ull;
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return text;
+// As the real module: NCCL has no 16-bit integer.
+Status Reducible(DType dtype) {
+  if (dtype != DType::kInt16) return Status::Ok();
+  return Status(Code::kUnsupported, "NCCL cannot reduce int16 (it has no 16-bit integer type)");
 }
 
-Status NoNccl() {
-  return Status(Code::kUnsupported, "gpu sim: no NCCL in the simulated GPU module");
-}
+// Communicators created by this process (what a test counts: one per set and device group).
+std::atomic<int64_t> communicators_created{0};
 
 // One copy segment transformed as module_api.h's CopyTransform says (and copy_kernels.cu does).
 void Transform(const CopySegment& s, DType dtype, const CopyTransform& transform) {
@@ -62,7 +62,12 @@ void Transform(const CopySegment& s, DType dtype, const CopyTransform& transform
 class SimProcessSetOnDevice final : public ProcessSetOnDevice {
  public:
   explicit SimProcessSetOnDevice(int32_t device) : stream_(Engine::Get().NewStream(device)) {}
-  ~SimProcessSetOnDevice() override { Engine::Get().Synchronize(stream_); }
+  // The lane waited for its collectives; one still blocked here waits for a peer that will not
+  // come: aborted, as the real module aborts what does not finalize.
+  ~SimProcessSetOnDevice() override {
+    for (auto& [key, comm] : comms_) comm->Abort();
+    Engine::Get().Synchronize(stream_);
+  }
 
   Status After(const Event& producer) override {
     Engine::Get().EnqueueWait(stream_, producer);
@@ -86,36 +91,57 @@ class SimProcessSetOnDevice final : public ProcessSetOnDevice {
     *buffer = bytes ? std::malloc(bytes) : nullptr;
     return bytes && !*buffer ? Status(Code::kInternal, "gpu sim: out of memory") : Status::Ok();
   }
-  bool HasComm(int32_t) const override { return false; }
+  bool HasComm(int32_t comm) const override { return comms_.count(comm) != 0; }
   Status InitComm(int32_t comm, const std::string& unique_id, int32_t nranks, int32_t rank,
-                  Deadline, const Interrupt&) override {
+                  Deadline deadline, const Interrupt& interrupted) override {
     if (unique_id.size() != 128)  // as the real module refuses it, before NCCL
       return Status(Code::kInternal, "an NCCL unique id of " + std::to_string(unique_id.size()) +
                                          " bytes arrived; NCCL needs 128");
-    return Status(Code::kUnsupported,
-                  "gpu sim: NCCL communicator " + std::to_string(comm) + " with id " +
-                      Fingerprint(unique_id) + " as rank " + std::to_string(rank) + " of " +
-                      std::to_string(nranks) + " cannot be created without NCCL");
+    std::shared_ptr<sim::Comm> joined;
+    TUTTI_RETURN_IF_ERROR(sim::Comm::Join(unique_id, nranks, rank, deadline, interrupted, &joined));
+    comms_[comm] = std::move(joined);
+    ++communicators_created;
+    return Status::Ok();
   }
-  void Bound(Deadline, Interrupt) override {}
-  Status Allreduce(int32_t, const void*, void*, size_t, DType, ReduceOp) override { return NoNccl(); }
-  Status Broadcast(int32_t, void*, size_t, int32_t) override { return NoNccl(); }
-  Status Allgather(int32_t, void*, const Chunks&) override { return NoNccl(); }
-  Status ReduceScatter(int32_t, void*, const Chunks&, int32_t, DType, ReduceOp) override { return NoNccl(); }
-  Status AllToAll(int32_t, const void*, const Chunks&, void*, const Chunks&) override { return NoNccl(); }
+  void Bound(Deadline, Interrupt) override {}  // the collectives are queued at once: nothing to bound
+  Status Allreduce(int32_t key, const void* send, void* receive, size_t count, DType dtype,
+                   ReduceOp op) override {
+    TUTTI_RETURN_IF_ERROR(Reducible(dtype));
+    return OnComm(key, [=](sim::Comm& comm) { comm.Allreduce(send, receive, count, dtype, op); });
+  }
+  Status Broadcast(int32_t key, void* buffer, size_t bytes, int32_t root) override {
+    return OnComm(key, [=](sim::Comm& comm) { comm.Broadcast(buffer, bytes, root); });
+  }
+  Status Allgather(int32_t key, void* buffer, const Chunks& chunks) override {
+    return OnComm(key, [=](sim::Comm& comm) { comm.Allgather(buffer, chunks); });
+  }
+  Status ReduceScatter(int32_t key, void* buffer, const Chunks& chunks, int32_t self, DType dtype,
+                       ReduceOp op) override {
+    TUTTI_RETURN_IF_ERROR(Reducible(dtype));
+    return OnComm(key, [=](sim::Comm& comm) { comm.ReduceScatter(buffer, chunks, self, dtype, op); });
+  }
+  Status AllToAll(int32_t key, const void* send, const Chunks& send_chunks, void* receive,
+                  const Chunks& recv_chunks) override {
+    return OnComm(key, [=](sim::Comm& comm) { comm.AllToAll(send, send_chunks, receive, recv_chunks); });
+  }
   Status Record(std::shared_ptr<Event>* done) override {
     *done = Engine::Get().Record(stream_);
     return Status::Ok();
   }
-  // As the real module's: the event first, then the interrupt, then the deadline.
+  // As the real module's: the event first, then the communicators' errors, then the interrupt,
+  // then the deadline; on any of these the communicators are aborted.
   Status Wait(const Event& done, Deadline deadline, const Interrupt& interrupted) override {
     while (true) {
       if (Engine::Get().WaitFor(done, std::min(deadline, Clock::now() + std::chrono::milliseconds(1))))
         return Status::Ok();
-      Status stop = interrupted ? interrupted() : Status::Ok();
+      Status stop = AsyncError();
+      if (stop.ok() && interrupted) stop = interrupted();
       if (stop.ok() && Clock::now() >= deadline)
         stop = Status(Code::kTimeout, "the device work did not finish before the deadline");
-      if (!stop.ok()) return stop;
+      if (!stop.ok()) {
+        AbortComms();
+        return stop;
+      }
     }
   }
 
@@ -131,8 +157,34 @@ class SimProcessSetOnDevice final : public ProcessSetOnDevice {
     return Status::Ok();
   }
 
+  // Queues a collective of communicator `key`: it blocks its stream until every rank came.
+  Status OnComm(int32_t key, std::function<void(sim::Comm&)> collective) {
+    auto found = comms_.find(key);
+    if (found == comms_.end())
+      return Status(Code::kInternal, "no NCCL communicator for device group " + std::to_string(key));
+    TUTTI_RETURN_IF_ERROR(AsyncError());
+    std::shared_ptr<sim::Comm> comm = found->second;
+    Engine::Get().EnqueueBlocking(stream_, [comm, collective] { collective(*comm); });
+    return Status::Ok();
+  }
+  // The real module's wording for ncclCommGetAsyncError's errors.
+  Status AsyncError() const {
+    for (const auto& [key, comm] : comms_) {
+      Status error = comm->Error();
+      if (!error.ok())
+        return Status(Code::kPeerLost, "NCCL reported an asynchronous error: " + error.message() +
+                                           " (a member of the set failed or is unreachable)");
+    }
+    return Status::Ok();
+  }
+  void AbortComms() {
+    for (auto& [key, comm] : comms_) comm->Abort();
+    comms_.clear();
+  }
+
   const std::shared_ptr<sim::Stream> stream_;
   std::vector<char> fusion_, staging_;
+  std::map<int32_t, std::shared_ptr<sim::Comm>> comms_;
 };
 
 class SimModule final : public Module {
@@ -274,3 +326,7 @@ TUTTI_SIM_EXPORT void tutti_sim_device_synchronize(int32_t device) {
 TUTTI_SIM_EXPORT void tutti_sim_pause(int paused) { tutti::gpu::sim::Engine::Get().Pause(paused != 0); }
 
 TUTTI_SIM_EXPORT uint64_t tutti_sim_seed() { return tutti::gpu::sim::Engine::Get().seed(); }
+
+TUTTI_SIM_EXPORT int64_t tutti_sim_communicators_created() {
+  return tutti::gpu::communicators_created.load();
+}

@@ -43,6 +43,15 @@ void Engine::Enqueue(const std::shared_ptr<Stream>& stream, std::function<void()
   work_cv_.notify_one();
 }
 
+void Engine::EnqueueBlocking(const std::shared_ptr<Stream>& stream, std::function<void()> run) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stream->queue_.push_back({std::move(run), nullptr, true});
+    ++stream->queued_;
+  }
+  work_cv_.notify_one();
+}
+
 void Engine::EnqueueWait(const std::shared_ptr<Stream>& stream, const Event& event) {
   const auto& sim = static_cast<const SimEvent&>(event);
   {
@@ -62,7 +71,8 @@ std::shared_ptr<Event> Engine::Record(const std::shared_ptr<Stream>& stream) {
 bool Engine::Complete(const SimEvent& event) const { return event.stream()->done_ >= event.position(); }
 
 bool Engine::Runnable(const Stream& stream) const {
-  return !stream.queue_.empty() && (!stream.queue_.front().after || Complete(*stream.queue_.front().after));
+  return !stream.busy_ && !stream.queue_.empty() &&
+         (!stream.queue_.front().after || Complete(*stream.queue_.front().after));
 }
 
 bool Engine::WaitFor(const Event& event, std::chrono::steady_clock::time_point until) {
@@ -115,11 +125,26 @@ void Engine::Run() {
       continue;
     }
     // The seed picks which stream moves next and how long its operation takes.
-    auto& stream = runnable[random_() % runnable.size()];
+    const std::shared_ptr<Stream> stream = runnable[random_() % runnable.size()];
     Stream::Operation operation = std::move(stream->queue_.front());
     stream->queue_.pop_front();
     const int64_t delay_us =
         max_delay_us_ > 0 && random_() % 2 ? static_cast<int64_t>(random_() % (max_delay_us_ + 1)) : 0;
+    if (operation.blocking) {
+      stream->busy_ = true;
+      std::thread([this, stream, run = std::move(operation.run), delay_us] {
+        if (delay_us) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+        run();
+        {
+          std::lock_guard<std::mutex> done(mu_);
+          stream->busy_ = false;
+          ++stream->done_;
+        }
+        done_cv_.notify_all();
+        work_cv_.notify_all();
+      }).detach();
+      continue;
+    }
     lock.unlock();
     if (delay_us) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
     if (operation.run) operation.run();

@@ -53,10 +53,12 @@ class Stream {
   struct Operation {
     std::function<void()> run;             // null for a pure wait
     std::shared_ptr<const SimEvent> after;  // runnable once this completed (may be null)
+    bool blocking = false;                 // runs on a thread of its own (see EnqueueBlocking)
   };
   const int32_t device_;
   std::deque<Operation> queue_;  // guarded by the engine's mutex
   uint64_t queued_ = 0, done_ = 0;
+  bool busy_ = false;  // a blocking operation of this stream runs; guarded by the engine's mutex
 };
 
 class Engine {
@@ -66,6 +68,10 @@ class Engine {
   std::shared_ptr<Stream> NewStream(int32_t device);
   // Queues `run` at the end of `stream`.
   void Enqueue(const std::shared_ptr<Stream>& stream, std::function<void()> run);
+  // Queues `run`, which may block on other processes (a simulated NCCL collective waiting for its
+  // peers, as a NCCL kernel does): it runs on a thread of its own, and only its stream waits for
+  // it, so that other streams go on as they do on a GPU.
+  void EnqueueBlocking(const std::shared_ptr<Stream>& stream, std::function<void()> run);
   // Makes `stream`'s later work wait for `event` (no host wait).
   void EnqueueWait(const std::shared_ptr<Stream>& stream, const Event& event);
   // An event at the end of what `stream` has queued so far.
