@@ -323,7 +323,7 @@ needs_cuda = pytest.mark.skipif(_no_cuda_reason() is not None,
                                 reason=_no_cuda_reason() or "no CUDA device")
 
 
-SECTIONS = ["allreduce", "broadcast", "allgather", "synchronize", "horovod_semantics",
+SECTIONS = ["allreduce", "broadcast", "allgather", "synchronize", "horovod_semantics", "adasum",
             "side_stream"]
 
 

@@ -14,6 +14,10 @@ norms (a butterfly over the block, so every member gets the same sums), and each
 half; after the last level every member holds 1/n of the result, and the levels are undone in
 reverse to gather it (distance doubling). Sets whose size is not a power of two are refused.
 
+CUDA tensors take the same algorithm on their device, their messages staged through host memory
+by the library (docs/gpu.md, "Send and recv"); Horovod's GPU Adasum sums within a node with NCCL
+first, so where ranks share a host its results differ from this (and from Horovod's CPU Adasum).
+
 Runs at submission, on the calling thread; the returned request is already complete. Messages
 use tags at or above 2**30, derived from the tensor's name, so concurrent Adasum calls on
 different tensors never take each other's messages.
@@ -76,9 +80,6 @@ def check(tensor, process_set):
     """The set's members, or the error Horovod gives for what Adasum cannot reduce."""
     if tensor.dtype not in _FLOATING:
         raise InvalidArgumentError(f"Adasum reduces floating tensors only, not {tensor.dtype}")
-    if tensor.device.type != "cpu":
-        raise UnsupportedError("Adasum on CUDA tensors is not supported by tutti yet: reduce a "
-                               "CPU copy")
     members = _tutti.process_set_ranks(set_id(process_set))
     n = len(members)
     if n & (n - 1):
@@ -126,16 +127,15 @@ def allreduce(source, output, name, prescale, postscale, process_set):
         mid = lo + (hi - lo) // 2
         keep = (lo, mid) if lower else (mid, hi)
         give = (mid, hi) if lower else (lo, mid)
-        theirs = torch.empty(keep[1] - keep[0], dtype=torch.float64)
+        theirs = torch.empty(keep[1] - keep[0], dtype=torch.float64, device=vector.device)
         exchange.swap(members[peer_position], vector[give[0]:give[1]].contiguous(), theirs)
         mine = vector[keep[0]:keep[1]]
         a, b = (mine, theirs) if lower else (theirs, mine)
         # Partial sums over this half; the block of 2 * distance members holds the whole vectors.
-        sums = torch.tensor([float(torch.dot(a, b)), float(torch.dot(a, a)),
-                             float(torch.dot(b, b))], dtype=torch.float64)
+        sums = torch.stack([torch.dot(a, b), torch.dot(a, a), torch.dot(b, b)])
         step = 1
         while step <= distance:
-            other = torch.empty(3, dtype=torch.float64)
+            other = torch.empty(3, dtype=torch.float64, device=vector.device)
             exchange.swap(members[position ^ step], sums, other)
             sums = sums + other  # commutative: both sides get the same bits
             step *= 2
@@ -150,7 +150,7 @@ def allreduce(source, output, name, prescale, postscale, process_set):
     while segments:
         distance //= 2
         lo, hi, keep, give = segments.pop()
-        received = torch.empty(give[1] - give[0], dtype=torch.float64)
+        received = torch.empty(give[1] - give[0], dtype=torch.float64, device=vector.device)
         exchange.swap(members[position ^ distance], vector[keep[0]:keep[1]].contiguous(),
                       received)
         vector[give[0]:give[1]] = received

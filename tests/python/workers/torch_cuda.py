@@ -195,6 +195,18 @@ def horovod_semantics():
         raise AssertionError("a name on the CPU and the GPU did not raise")
 
 
+def adasum():
+    """Adasum of device tensors equals the Adasum tree of every rank's vector."""
+    from tutti.torch.adasum import tree
+    if size & (size - 1):
+        return
+    vectors = [torch.arange(64, dtype=torch.float64) * (r + 1) - 3 * r for r in range(size)]
+    got = hvd.allreduce(vectors[rank].to(device=device, dtype=torch.float32), op=hvd.Adasum,
+                        name="adasum")
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(host(got), tree(vectors).to(torch.float32))
+
+
 def side_stream():
     if not ON_GPU:
         return
@@ -222,7 +234,7 @@ def side_stream():
 
 
 SECTIONS = {f.__name__: f for f in (allreduce, broadcast, allgather, synchronize,
-                                    horovod_semantics, side_stream)}
+                                    horovod_semantics, adasum, side_stream)}
 for section in sys.argv[1:] or list(SECTIONS):
     SECTIONS[section]()
     hvd.barrier()
