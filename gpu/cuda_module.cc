@@ -11,6 +11,7 @@
 #include "gpu/cuda_status.h"
 #include "gpu/device_guard.h"
 #include "gpu/module_api.h"
+#include "gpu/module_errors.h"
 #include "gpu/process_set_on_device.h"
 
 namespace tutti::gpu {
@@ -44,16 +45,8 @@ class CudaModule final : public Module {
     const cudaError_t error = count_error_;
     const int devices = devices_;
     if (error != cudaSuccess)
-      return Status(Code::kDeviceUnavailable,
-                    std::string("no CUDA device is visible to this process (cudaGetDeviceCount: ") +
-                        cudaGetErrorString(error) + ")");
-    if (devices == 0)
-      return Status(Code::kDeviceUnavailable, "no CUDA device is visible to this process");
-    if (index < 0 || index >= devices)
-      return Status(Code::kDeviceUnavailable,
-                    "CUDA device " + std::to_string(index) + " does not exist: this process sees " +
-                        std::to_string(devices) + " (CUDA_VISIBLE_DEVICES renumbers them from 0)");
-    return Status::Ok();
+      return errors::NoDeviceVisible(std::string("cudaGetDeviceCount: ") + cudaGetErrorString(error));
+    return errors::CheckIndex(index, devices);
   }
 
   // Asked for every submitted tensor: cudaGetDeviceProperties is far too slow for that, so each

@@ -8,6 +8,7 @@
 #include "gpu/cuda_event.h"
 #include "gpu/cuda_status.h"
 #include "gpu/device_guard.h"
+#include "gpu/module_errors.h"
 
 namespace tutti::gpu {
 namespace {
@@ -33,7 +34,7 @@ ncclDataType_t NcclType(DType dtype) {
 
 Status Reducible(DType dtype) {
   if (dtype != DType::kInt16) return Status::Ok();
-  return Status(Code::kUnsupported, "NCCL cannot reduce int16 (it has no 16-bit integer type)");
+  return errors::Int16NotReducible();
 }
 
 // Average never reaches NCCL: client/ sums and folds the division into the copy out, exactly as
@@ -154,9 +155,7 @@ Status CudaProcessSetOnDevice::InitComm(int32_t comm, const std::string& unique_
                                int32_t rank, Deadline deadline, const Interrupt& interrupted) {
   ncclUniqueId id;
   if (unique_id.size() != sizeof(id.internal))
-    return Status(Code::kInternal, "an NCCL unique id of " + std::to_string(unique_id.size()) +
-                                       " bytes arrived; NCCL needs " +
-                                       std::to_string(sizeof(id.internal)));
+    return errors::UniqueIdSize(unique_id.size(), sizeof(id.internal));
   std::memcpy(id.internal, unique_id.data(), sizeof(id.internal));
   DeviceGuard guard(device_);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -170,9 +169,7 @@ Status CudaProcessSetOnDevice::InitComm(int32_t comm, const std::string& unique_
     if (state != ncclInProgress) break;
     Status stop = interrupted ? interrupted() : Status::Ok();
     if (stop.ok() && Clock::now() >= deadline)
-      stop = Status(Code::kTimeout, "the NCCL communicator of " + std::to_string(nranks) +
-                                        " ranks was not ready before the deadline: a member "
-                                        "never joined it");
+      stop = errors::CommunicatorNotReady(nranks);
     if (!stop.ok()) {
       ncclCommAbort(created);
       return stop;
@@ -195,7 +192,7 @@ void CudaProcessSetOnDevice::Bound(Deadline deadline, Interrupt interrupted) {
 Status CudaProcessSetOnDevice::Comm(int32_t comm, ncclComm_t* out) const {
   auto found = comms_.find(comm);
   if (found == comms_.end())
-    return Status(Code::kInternal, "no NCCL communicator for device group " + std::to_string(comm));
+    return errors::NoCommunicator(comm);
   *out = found->second;
   return Status::Ok();
 }
@@ -312,9 +309,7 @@ Status CudaProcessSetOnDevice::AsyncError() {
     const ncclResult_t queried = ncclCommGetAsyncError(comm, &state);
     if (queried != ncclSuccess) state = queried;
     if (state != ncclSuccess && state != ncclInProgress)
-      return Status(Code::kPeerLost, std::string("NCCL reported an asynchronous error: ") +
-                                         ncclGetErrorString(state) +
-                                         " (a member of the set failed or is unreachable)");
+      return errors::AsyncError(ncclGetErrorString(state));
   }
   return Status::Ok();
 }
@@ -332,7 +327,7 @@ Status CudaProcessSetOnDevice::Wait(const Event& done, Deadline deadline, const 
       stop = AsyncError();
     if (stop.ok() && interrupted) stop = interrupted();
     if (stop.ok() && Clock::now() >= deadline)
-      stop = Status(Code::kTimeout, "the device work did not finish before the deadline");
+      stop = errors::WorkPastDeadline();
     if (!stop.ok()) {
       AbortComms();
       return stop;

@@ -1,6 +1,15 @@
-# Sourced by the GPU machine's scripts (device_check.sh, horovod_torch.sh) with $root (the checkout)
-# and $bundle (scripts/gpu_bundle.sh's output, laid out like a build directory) set: the
-# environment that runs the bundled programs and the Python package there.
+# Sourced by the GPU machine's scripts (device_check.sh, horovod_torch.sh): sets $root (the
+# checkout), $bundle (scripts/gpu_bundle.sh's output, laid out like a build directory; $BUNDLE
+# names another) and $out (where logs go: $OUT, absolute or relative to the checkout, or
+# gpu-out), and the environment that runs the bundled programs and the Python package there.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bundle=$root/${BUNDLE:-gpu-bundle}
+out=${OUT:-gpu-out}
+[[ $out = /* ]] || out=$root/$out
+if [[ ! -d $bundle ]]; then
+  echo "$(basename "$0"): no $bundle (run scripts/gpu_bundle.sh where it builds)"
+  exit 2
+fi
 
 # NCCL: the machine's own (PyTorch's wheel ships one; its ABI is stable across 2.x).
 TUTTI_NCCL_DIR=$(python3 - <<'PY' 2>/dev/null

@@ -14,14 +14,9 @@
 # A failed step fails the check; the summary at the end says which.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-root=$PWD
-bundle=$root/${BUNDLE:-gpu-bundle}
-out=${OUT:-gpu-out}
-[[ $out = /* ]] || out=$root/$out
-mkdir -p "$out"
-[[ -d $bundle ]] || { echo "device_check: no $bundle (run scripts/gpu_bundle.sh where it builds)"; exit 2; }
 # shellcheck source=tests/gpu/bundle_env.sh
-source "$root/tests/gpu/bundle_env.sh"
+source tests/gpu/bundle_env.sh
+mkdir -p "$out"
 export TUTTI_GPU_ARTIFACTS="$out"
 
 statuses=$out/statuses

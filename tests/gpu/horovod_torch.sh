@@ -6,16 +6,12 @@
 # on a machine without a GPU too (Horovod's CPU tests; its GPU tests skip there).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-root=$PWD
-bundle=$root/${BUNDLE:-gpu-bundle}
-out=${OUT:-gpu-out}
-[[ $out = /* ]] || out=$root/$out
+# shellcheck source=tests/gpu/bundle_env.sh
+source tests/gpu/bundle_env.sh
 out=$out/horovod
 rm -rf "$out" && mkdir -p "$out"
 tests_dir=$bundle/horovod/test/parallel
 [[ -f $tests_dir/test_torch.py ]] || { echo "horovod_torch: no $tests_dir/test_torch.py (scripts/gpu_bundle.sh with HOROVOD_GIT)"; exit 2; }
-# shellcheck source=tests/gpu/bundle_env.sh
-source "$root/tests/gpu/bundle_env.sh"
 export PYTHONPATH="$bundle/horovod/pkg:$PYTHONPATH"
 export TUTTIRUN="$bundle/tuttirun" OUT_DIR=$out TESTS_DIR=$tests_dir
 start=$SECONDS

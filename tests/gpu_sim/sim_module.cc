@@ -26,6 +26,7 @@
 #include "client/kernels/half.h"
 #include "client/kernels/reduce.h"
 #include "gpu/module_api.h"
+#include "gpu/module_errors.h"
 #include "tests/gpu_sim/sim_nccl.h"
 #include "tests/gpu_sim/sim_streams.h"
 
@@ -36,8 +37,7 @@ using sim::Engine;
 
 // As the real module: NCCL has no 16-bit integer.
 Status Reducible(DType dtype) {
-  if (dtype != DType::kInt16) return Status::Ok();
-  return Status(Code::kUnsupported, "NCCL cannot reduce int16 (it has no 16-bit integer type)");
+  return dtype == DType::kInt16 ? errors::Int16NotReducible() : Status::Ok();
 }
 
 // Communicators created by this process (what a test counts: one per set and device group).
@@ -95,8 +95,7 @@ class SimProcessSetOnDevice final : public ProcessSetOnDevice {
   Status InitComm(int32_t comm, const std::string& unique_id, int32_t nranks, int32_t rank,
                   Deadline deadline, const Interrupt& interrupted) override {
     if (unique_id.size() != 128)  // as the real module refuses it, before NCCL
-      return Status(Code::kInternal, "an NCCL unique id of " + std::to_string(unique_id.size()) +
-                                         " bytes arrived; NCCL needs 128");
+      return errors::UniqueIdSize(unique_id.size(), 128);
     std::shared_ptr<sim::Comm> joined;
     TUTTI_RETURN_IF_ERROR(sim::Comm::Join(unique_id, nranks, rank, deadline, interrupted, &joined));
     comms_[comm] = std::move(joined);
@@ -137,7 +136,7 @@ class SimProcessSetOnDevice final : public ProcessSetOnDevice {
       Status stop = AsyncError();
       if (stop.ok() && interrupted) stop = interrupted();
       if (stop.ok() && Clock::now() >= deadline)
-        stop = Status(Code::kTimeout, "the device work did not finish before the deadline");
+        stop = errors::WorkPastDeadline();
       if (!stop.ok()) {
         AbortComms();
         return stop;
@@ -161,19 +160,17 @@ class SimProcessSetOnDevice final : public ProcessSetOnDevice {
   Status OnComm(int32_t key, std::function<void(sim::Comm&)> collective) {
     auto found = comms_.find(key);
     if (found == comms_.end())
-      return Status(Code::kInternal, "no NCCL communicator for device group " + std::to_string(key));
+      return errors::NoCommunicator(key);
     TUTTI_RETURN_IF_ERROR(AsyncError());
     std::shared_ptr<sim::Comm> comm = found->second;
     Engine::Get().EnqueueBlocking(stream_, [comm, collective] { collective(*comm); });
     return Status::Ok();
   }
-  // The real module's wording for ncclCommGetAsyncError's errors.
+  // What ncclCommGetAsyncError would say.
   Status AsyncError() const {
     for (const auto& [key, comm] : comms_) {
       Status error = comm->Error();
-      if (!error.ok())
-        return Status(Code::kPeerLost, "NCCL reported an asynchronous error: " + error.message() +
-                                           " (a member of the set failed or is unreachable)");
+      if (!error.ok()) return errors::AsyncError(error.message());
     }
     return Status::Ok();
   }
@@ -194,17 +191,7 @@ class SimModule final : public Module {
            std::to_string(Engine::Get().seed());
   }
   int32_t NcclVersion() override { return 0; }  // the simulator runs without NCCL
-  // The real module's messages, word for word.
-  Status CheckDevice(int32_t index) override {
-    const int devices = Devices();
-    if (devices == 0)
-      return Status(Code::kDeviceUnavailable, "no CUDA device is visible to this process");
-    if (index < 0 || index >= devices)
-      return Status(Code::kDeviceUnavailable,
-                    "CUDA device " + std::to_string(index) + " does not exist: this process sees " +
-                        std::to_string(devices) + " (CUDA_VISIBLE_DEVICES renumbers them from 0)");
-    return Status::Ok();
-  }
+  Status CheckDevice(int32_t index) override { return errors::CheckIndex(index, Devices()); }
   Status DeviceUuid(int32_t index, std::string* uuid) override {
     char text[17] = {};
     std::snprintf(text, sizeof text, "tutti-sim-gpu-%d", index);

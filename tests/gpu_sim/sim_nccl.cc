@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "client/kernels/reduce.h"
+#include "gpu/module_errors.h"
 
 namespace tutti::gpu::sim {
 namespace {
@@ -159,9 +160,7 @@ Status Comm::Join(const std::string& unique_id, int32_t nranks, int32_t rank, De
   comm->reset(new Comm(name, nranks, rank, shared));
   while (shared->ready.load(std::memory_order_acquire) != kReady) {
     if (Clock::now() >= deadline)
-      return Status(Code::kTimeout, "the NCCL communicator of " + std::to_string(nranks) +
-                                        " ranks was not ready before the deadline: a member "
-                                        "never joined it");
+      return errors::CommunicatorNotReady(nranks);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   Locked lock(&shared->mu);
@@ -175,9 +174,7 @@ Status Comm::Join(const std::string& unique_id, int32_t nranks, int32_t rank, De
   while (shared->joined < nranks) {
     Status stop = interrupted ? interrupted() : Status::Ok();
     if (stop.ok() && Clock::now() >= deadline)
-      stop = Status(Code::kTimeout, "the NCCL communicator of " + std::to_string(nranks) +
-                                        " ranks was not ready before the deadline: a member "
-                                        "never joined it");
+      stop = errors::CommunicatorNotReady(nranks);
     if (!stop.ok()) return stop;
     lock.Wait(&shared->cv, std::chrono::milliseconds(2));
   }
