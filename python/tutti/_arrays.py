@@ -107,9 +107,9 @@ def host_array(value, what="array"):
         device = _device_memory(value)
         if device is not None:
             raise UnsupportedError(
-                f"{what} is in {device[0]} memory: this call takes host memory only (a binding "
-                f"passes CUDA arrays through DLPack with its framework's hooks); copy it to the "
-                f"host first")
+                f"{what} is in {device[0]} memory: tutti's framework-neutral core takes device "
+                f"memory only with a framework's device hooks, which this binding does not pass "
+                f"yet (tutti.torch reduces CUDA tensors on the device); copy it to the host first")
         if (hasattr(value, "__array_interface__") or _has_buffer_protocol(value)
                 or hasattr(value, "__array__")):
             array = np.asarray(value)

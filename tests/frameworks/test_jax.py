@@ -65,9 +65,9 @@ def test_core_refuses_device_memory_and_non_arrays():
         with pytest.raises(tutti.UnsupportedError) as error:
             _arrays.host_array(value, "tensor")
         assert str(error.value) == (
-            f"tensor is in {device} memory: tutti's framework-neutral core takes host memory "
-            "only (tutti.torch alone reduces CUDA tensors on the device); copy it to the host "
-            "first")
+            f"tensor is in {device} memory: tutti's framework-neutral core takes device memory "
+            "only with a framework's device hooks, which this binding does not pass yet "
+            "(tutti.torch reduces CUDA tensors on the device); copy it to the host first")
         assert isinstance(error.value, NotImplementedError)
     with pytest.raises(tutti.InvalidArgumentError) as error:
         _arrays.host_array(object())
