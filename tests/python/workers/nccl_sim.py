@@ -5,7 +5,8 @@ simulated GPU `rank` (own GPUs: NCCL) unless a scenario says otherwise. Prints "
 
 Scenarios (argv[1]): "collectives" (every collective and dtype on NCCL, communicators per set and
 device combination, a set mixing shared and own GPUs); "lost_peer" (the last rank leaves without a
-word while the others run an NCCL allreduce: they fail with PeerLostError, no hang)."""
+word while the others run an NCCL allreduce: they fail with PeerLostError, no hang); "reformed"
+(an elastic job loses a rank and goes on with device arrays on NCCL in the next epoch)."""
 import os
 import sys
 
@@ -141,6 +142,30 @@ def lost_peer():
         check("peer_lost", False, "no error")
 
 
-{"collectives": collectives, "lost_peer": lost_peer}[sys.argv[1]]()
+def reformed():
+    """Elastic (tuttirun --min-np): the last rank dies after an NCCL allreduce; the survivors see
+    the loss on their next one, join the next membership epoch and go on with device arrays on
+    the NCCL path of the smaller world, with a communicator made for it."""
+    got = _arrays.allreduce(SimArray(np.ones(4, np.float32), rank), name="epoch 0", hooks=hooks)
+    check("before_the_reformation", np.array_equal(values(got), np.full(4, float(size))))
+    if rank == size - 1:
+        os._exit(3)
+    try:
+        while True:  # until the loss reaches this rank's collectives
+            _arrays.allreduce(SimArray(np.ones(4, np.float32), rank), name="tick", hooks=hooks)
+    except tutti.TuttiError as e:
+        check("loss_seen", isinstance(e, (tutti.PeerLostError, tutti.ReformedError)), e)
+    tutti.await_membership_epoch(1, 60000)
+    new_rank, new_size = tutti.rank(), tutti.size()
+    made = communicators()
+    for step in range(3):
+        got = _arrays.allreduce(SimArray(np.full(4, new_rank + 1, np.float32), new_rank),
+                                name=f"epoch 1.{step}", hooks=hooks)
+        ok = np.array_equal(values(got), np.full(4, float(new_size * (new_size + 1) // 2)))
+    check("nccl_after_the_reformation", ok and new_size == size - 1 and communicators() == made + 1,
+          (values(got), new_size, communicators(), made))
+
+
+{"collectives": collectives, "lost_peer": lost_peer, "reformed": reformed}[sys.argv[1]]()
 if sys.argv[1] != "lost_peer":
     tutti.shutdown()
