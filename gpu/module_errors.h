@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "gpu/module_api.h"
 
 namespace tutti::gpu::errors {
 
@@ -46,6 +47,15 @@ inline Status UniqueIdSize(size_t got, size_t needed) {
 
 inline Status Int16NotReducible() {
   return Status(Code::kUnsupported, "NCCL cannot reduce int16 (it has no 16-bit integer type)");
+}
+
+// Why a host wait on unfinished device work stops, in the order both modules check: the device's
+// own error (`device`: a failed stream or communicator), then the interrupt, then the deadline;
+// ok to go on waiting.
+inline Status WaitStops(Status device, const Interrupt& interrupted, Deadline deadline) {
+  if (device.ok() && interrupted) device = interrupted();
+  if (device.ok() && Clock::now() >= deadline) device = WorkPastDeadline();
+  return device;
 }
 
 // A communicator's asynchronous error (ncclCommGetAsyncError): a member failed or went away.

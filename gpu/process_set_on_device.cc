@@ -320,14 +320,9 @@ Status CudaProcessSetOnDevice::Wait(const Event& done, Deadline deadline, const 
   while (true) {
     const cudaError_t state = cudaEventQuery(event);
     if (state == cudaSuccess) return Status::Ok();
-    Status stop;
-    if (state != cudaErrorNotReady)
-      stop = FromCuda(state, "the set's device work");
-    else
-      stop = AsyncError();
-    if (stop.ok() && interrupted) stop = interrupted();
-    if (stop.ok() && Clock::now() >= deadline)
-      stop = errors::WorkPastDeadline();
+    const Status stop = errors::WaitStops(
+        state != cudaErrorNotReady ? FromCuda(state, "the set's device work") : AsyncError(),
+        interrupted, deadline);
     if (!stop.ok()) {
       AbortComms();
       return stop;

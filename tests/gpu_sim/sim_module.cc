@@ -133,10 +133,7 @@ class SimProcessSetOnDevice final : public ProcessSetOnDevice {
     while (true) {
       if (Engine::Get().WaitFor(done, std::min(deadline, Clock::now() + std::chrono::milliseconds(1))))
         return Status::Ok();
-      Status stop = AsyncError();
-      if (stop.ok() && interrupted) stop = interrupted();
-      if (stop.ok() && Clock::now() >= deadline)
-        stop = errors::WorkPastDeadline();
+      const Status stop = errors::WaitStops(AsyncError(), interrupted, deadline);
       if (!stop.ok()) {
         AbortComms();
         return stop;
