@@ -138,22 +138,24 @@ cudaError_t LaunchBatchedCopy(const CopySegment* segments, size_t count, DType t
   static Batch batch;  // 24 KiB: not on the caller's stack; launches copy it, one thread at a time
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
-  // Large unscaled segments go to the copy engines; the others are batched below.
+  // Large unscaled segments go to the copy engines; the others are batched below (a fused group
+  // of small tensors, the common case, keeps its array as it is).
   std::vector<CopySegment> batched;
-  batched.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    const CopySegment& s = segments[i];
-    const size_t bytes = s.count * element;
-    if (identity && bytes >= kDirectCopyBytes) {
-      if (s.source == s.destination) continue;
-      const cudaError_t copied = cudaMemcpyAsync(s.destination, s.source, bytes, cudaMemcpyDefault, stream);
-      if (copied != cudaSuccess) return copied;
-    } else {
-      batched.push_back(s);
+  const auto direct = [&](const CopySegment& s) { return identity && s.count * element >= kDirectCopyBytes; };
+  if (std::any_of(segments, segments + count, direct)) {
+    for (size_t i = 0; i < count; ++i) {
+      const CopySegment& s = segments[i];
+      if (!direct(s)) {
+        batched.push_back(s);
+      } else if (s.source != s.destination) {
+        const cudaError_t copied =
+            cudaMemcpyAsync(s.destination, s.source, s.count * element, cudaMemcpyDefault, stream);
+        if (copied != cudaSuccess) return copied;
+      }
     }
+    segments = batched.data();
+    count = batched.size();
   }
-  segments = batched.data();
-  count = batched.size();
   for (size_t first = 0; first < count; first += kSegmentsPerLaunch) {
     const size_t n = std::min<size_t>(kSegmentsPerLaunch, count - first);
     size_t largest = 0;

@@ -234,7 +234,7 @@ Status RunNcclCollective(const DeviceArgs& args, const std::vector<FusedPart>& p
   if (index < 0) return Status(Code::kInternal, "the NCCL path was chosen for host tensors");
   const auto deadline = gpu::Clock::now() + args.timeout;
   gpu::ProcessSetOnDevice* device;
-  TUTTI_RETURN_IF_ERROR(OpenDevice(args, index, &device));
+  TUTTI_RETURN_IF_ERROR(OpenDevice(&args.state->devices, index, &device));
   device->Bound(deadline, args.interrupted);
   TUTTI_RETURN_IF_ERROR(EnsureComm(args, device, group, deadline));
   TUTTI_RETURN_IF_ERROR(OrderAfterProducers(device, parts));

@@ -24,9 +24,12 @@
 
 namespace tutti::client {
 
+// A set's state on each device it used, by device index, opened lazily (OpenDevice).
+using DevicesInUse = std::map<int32_t, std::unique_ptr<gpu::ProcessSetOnDevice>>;
+
 // What a lane keeps for device work. Lane thread only.
 struct DeviceLaneState {
-  std::map<int32_t, std::unique_ptr<gpu::ProcessSetOnDevice>> devices;  // by device index, opened lazily
+  DevicesInUse devices;
   bool warned_staged = false;
 };
 

@@ -30,8 +30,8 @@ gpu::CopyTransform Prescale(double prescale) {
   return transform;
 }
 
-Status OpenDevice(const DeviceArgs& args, int32_t index, gpu::ProcessSetOnDevice** device) {
-  auto& slot = args.state->devices[index];
+Status OpenDevice(DevicesInUse* devices, int32_t index, gpu::ProcessSetOnDevice** device) {
+  auto& slot = (*devices)[index];
   if (!slot) {
     gpu::Module* module;
     TUTTI_RETURN_IF_ERROR(LoadGpuModule(&module));

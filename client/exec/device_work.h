@@ -21,8 +21,8 @@ bool IsIdentity(const gpu::CopyTransform& transform);
 // What NCCL reduces with: the average is a sum whose division the copy out applies.
 inline ReduceOp Reduction(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
 
-// The set's state on device `index`, opened on first use.
-Status OpenDevice(const DeviceArgs& args, int32_t index, gpu::ProcessSetOnDevice** device);
+// The state on device `index` among `devices`, opened on first use.
+Status OpenDevice(DevicesInUse* devices, int32_t index, gpu::ProcessSetOnDevice** device);
 // A result in device memory that the request owns from now on.
 Status DeviceResult(gpu::ProcessSetOnDevice* device, int32_t index, size_t bytes, Request& request,
                     void** data);

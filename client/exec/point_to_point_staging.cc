@@ -1,33 +1,36 @@
 #include "client/exec/point_to_point_staging.h"
 
-#include "client/exec/gpu_module_loader.h"
+#include "client/exec/device_work.h"
 
 namespace tutti::client {
 
-Status PointToPointStaging::Open(int32_t device, gpu::ProcessSetOnDevice** on_device) {
-  auto& slot = devices_[device];
-  if (!slot) {
-    gpu::Module* module;
-    TUTTI_RETURN_IF_ERROR(LoadGpuModule(&module));
-    TUTTI_RETURN_IF_ERROR(module->OpenProcessSet(device, &slot));
-  }
-  *on_device = slot.get();
-  return Status::Ok();
+namespace {
+
+// One copy on `device`'s stream after the tensor's producer (`ready`), waited for on the host;
+// its event is published to `publish` first when given.
+Status CopyAndWait(gpu::ProcessSetOnDevice* device, const std::shared_ptr<gpu::Event>& ready,
+                   void* destination, const void* source, size_t bytes, Request* publish,
+                   gpu::Deadline deadline, const gpu::Interrupt& interrupted) {
+  if (ready) TUTTI_RETURN_IF_ERROR(device->After(*ready));
+  TUTTI_RETURN_IF_ERROR(device->CopyBytes(destination, source, bytes));
+  std::shared_ptr<gpu::Event> copied;
+  TUTTI_RETURN_IF_ERROR(device->Record(&copied));
+  if (publish != nullptr) publish->SetDeviceWork(copied);
+  return device->Wait(*copied, deadline, interrupted);
 }
+
+}  // namespace
 
 Status PointToPointStaging::ToHost(const Request& request, size_t bytes,
                                    const gpu::Interrupt& interrupted, const void** host) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto& op = request.operation();
   gpu::ProcessSetOnDevice* device;
-  TUTTI_RETURN_IF_ERROR(Open(op.spec.device_index(), &device));
+  TUTTI_RETURN_IF_ERROR(OpenDevice(&devices_, op.spec.device_index(), &device));
   void* staging;
   TUTTI_RETURN_IF_ERROR(device->StagingBuffer(std::max<size_t>(bytes, 1), &staging));
-  if (op.ready) TUTTI_RETURN_IF_ERROR(device->After(*op.ready));
-  TUTTI_RETURN_IF_ERROR(device->CopyBytes(staging, op.input, bytes));
-  std::shared_ptr<gpu::Event> copied;
-  TUTTI_RETURN_IF_ERROR(device->Record(&copied));
-  TUTTI_RETURN_IF_ERROR(device->Wait(*copied, gpu::Clock::now() + timeout_, interrupted));
+  TUTTI_RETURN_IF_ERROR(CopyAndWait(device, op.ready, staging, op.input, bytes, nullptr,
+                                    gpu::Clock::now() + timeout_, interrupted));
   *host = staging;
   return Status::Ok();
 }
@@ -35,7 +38,7 @@ Status PointToPointStaging::ToHost(const Request& request, size_t bytes,
 Status PointToPointStaging::HostBuffer(const Request& request, size_t bytes, void** host) {
   std::lock_guard<std::mutex> lock(mu_);
   gpu::ProcessSetOnDevice* device;
-  TUTTI_RETURN_IF_ERROR(Open(request.operation().spec.device_index(), &device));
+  TUTTI_RETURN_IF_ERROR(OpenDevice(&devices_, request.operation().spec.device_index(), &device));
   return device->StagingBuffer(std::max<size_t>(bytes, 1), host);
 }
 
@@ -44,15 +47,11 @@ Status PointToPointStaging::ToDevice(Request& request, const void* host, size_t 
   std::lock_guard<std::mutex> lock(mu_);
   const auto& op = request.operation();
   gpu::ProcessSetOnDevice* device;
-  TUTTI_RETURN_IF_ERROR(Open(op.spec.device_index(), &device));
-  // The application may still read the tensor's old contents on its stream.
-  if (op.ready) TUTTI_RETURN_IF_ERROR(device->After(*op.ready));
-  TUTTI_RETURN_IF_ERROR(device->CopyBytes(op.output, host, bytes));
-  std::shared_ptr<gpu::Event> copied;
-  TUTTI_RETURN_IF_ERROR(device->Record(&copied));
-  request.SetDeviceWork(copied);
-  // `host` may be the staging buffer, which the next message overwrites: wait here.
-  return device->Wait(*copied, gpu::Clock::now() + timeout_, interrupted);
+  TUTTI_RETURN_IF_ERROR(OpenDevice(&devices_, op.spec.device_index(), &device));
+  // After the producer: the application may still read the tensor's old contents on its stream.
+  // The wait: `host` may be the staging buffer, which the next message overwrites.
+  return CopyAndWait(device, op.ready, op.output, host, bytes, &request,
+                     gpu::Clock::now() + timeout_, interrupted);
 }
 
 }  // namespace tutti::client

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 
+#include "client/exec/device_collectives.h"
 #include "client/exec/request.h"
 #include "gpu/module_api.h"
 
@@ -37,11 +38,9 @@ class PointToPointStaging {
   Status ToDevice(Request& request, const void* host, size_t bytes, const gpu::Interrupt& interrupted);
 
  private:
-  Status Open(int32_t device, gpu::ProcessSetOnDevice** on_device);
-
   const std::chrono::milliseconds timeout_;
   std::mutex mu_;
-  std::map<int32_t, std::unique_ptr<gpu::ProcessSetOnDevice>> devices_;  // guarded by mu_
+  DevicesInUse devices_;  // guarded by mu_
 };
 
 }  // namespace tutti::client

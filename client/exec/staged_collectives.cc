@@ -79,7 +79,7 @@ Status RunStagedCollective(const DeviceArgs& args, const RingArgs& ring,
                args.set_id);
   }
   gpu::ProcessSetOnDevice* device;
-  TUTTI_RETURN_IF_ERROR(OpenDevice(args, index, &device));
+  TUTTI_RETURN_IF_ERROR(OpenDevice(&args.state->devices, index, &device));
   TUTTI_RETURN_IF_ERROR(OrderAfterProducers(device, parts));
 
   // Device tensors are scaled on the device, as the NCCL path scales them (float16 in float16,

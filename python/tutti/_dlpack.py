@@ -28,7 +28,6 @@ _TO_TUTTI = {(_FLOAT, 16): _capi.DTYPE_FLOAT16, (_BFLOAT, 16): _capi.DTYPE_BFLOA
              (_INT, 16): _capi.DTYPE_INT16, (_INT, 32): _capi.DTYPE_INT32,
              (_INT, 64): _capi.DTYPE_INT64, (_BOOL, 8): _capi.DTYPE_BOOL}
 _FROM_TUTTI = {v: k for k, v in _TO_TUTTI.items()}
-_ELEMENT_SIZE = {code: bits // 8 for (kind, bits), code in _TO_TUTTI.items()}
 _NAMES = {_INT: "int", _UINT: "uint", _FLOAT: "float", _BFLOAT: "bfloat", _BOOL: "bool"}
 
 
@@ -165,6 +164,3 @@ class View:
         _exported[address] = (managed, shape, self)
         return _api.PyCapsule_New(address, b"dltensor", _capsule_gone)
 
-
-def element_size(dtype):
-    return _ELEMENT_SIZE[dtype]

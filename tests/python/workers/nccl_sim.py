@@ -82,7 +82,6 @@ def collectives():
                                                                      np.float32)), values(got))
     got = _arrays.reducescatter(SimArray(np.arange(size + 1, dtype=np.int64), rank),
                                 name="scatter uneven", hooks=hooks)
-    mine = [i for i in range(size + 1)][rank + (1 if rank >= 1 else 0) - (1 if rank >= 1 else 0):]
     first = 0 if rank == 0 else 2 + (rank - 1)  # member 0 gets 2 rows, the others 1
     count = 2 if rank == 0 else 1
     check("reducescatter_uneven", values(got).tolist() == [size * i for i in
@@ -113,8 +112,8 @@ def collectives():
                                 set_id=the_set, hooks=hooks)
         check("subset_on_nccl", np.array_equal(values(got), np.full(2, float(sum(members)))) and
               communicators() == 3, (values(got), communicators()))
-    else:
-        check("subset_on_nccl", True)
+    else:  # not a member: it made no communicator for the set
+        check("subset_on_nccl", communicators() == 2, communicators())
     # The world with ranks 0 and 1 sharing GPU 0 and the others on their own: staged for every
     # member alike, and correct; no communicator for it.
     device = 0 if rank <= 1 else rank
@@ -158,10 +157,11 @@ def reformed():
     tutti.await_membership_epoch(1, 60000)
     new_rank, new_size = tutti.rank(), tutti.size()
     made = communicators()
+    ok = True
     for step in range(3):
         got = _arrays.allreduce(SimArray(np.full(4, new_rank + 1, np.float32), new_rank),
                                 name=f"epoch 1.{step}", hooks=hooks)
-        ok = np.array_equal(values(got), np.full(4, float(new_size * (new_size + 1) // 2)))
+        ok = ok and np.array_equal(values(got), np.full(4, float(new_size * (new_size + 1) // 2)))
     check("nccl_after_the_reformation", ok and new_size == size - 1 and communicators() == made + 1,
           (values(got), new_size, communicators(), made))
 
