@@ -10,7 +10,8 @@ type; nothing here imports a framework. How an array goes in, first match wins:
   capsule is asked for (`__dlpack__(stream=...)`) and the collective is ordered after, as
   tutti.torch orders after PyTorch's current stream. Results are arrays of the input's device
   (`hooks.empty`, `hooks.copy`, `hooks.copy_result`), ready on that stream once the call
-  returned (tutti_request_stream_wait);
+  returned (tutti_request_stream_wait), or, for a framework without a stream to order after
+  (`hooks.host_waits`: JAX, TensorFlow), ready for any stream (the call waited for the device);
 - other device memory, or a CUDA array without hooks (`__cuda_array_interface__` alone, too):
   refused with UnsupportedError;
 - `__array_interface__`, the buffer protocol or `__array__` (jax.Array, torch CPU tensors):
@@ -25,6 +26,9 @@ framework without another copy. The calls run on the calling thread and return o
 completed; the request keeps its input alive until then (tutti._core.Handle). bfloat16 (NumPy's
 `ml_dtypes.bfloat16`, which jax uses) travels as itself.
 """
+import functools
+import types
+
 import numpy as np
 
 import tutti as _tutti
@@ -42,6 +46,14 @@ class ArrayHooks(DeviceHooks):
         """The stream the framework's work on the device is ordered on (its current stream):
         collectives wait for what it queued before the call, and results are used on it."""
         raise NotImplementedError
+
+    def export_stream(self, device_index):
+        """The `stream` argument for a device array's `__dlpack__`: the producer makes the data
+        ready there, and the collective is ordered after `stream(device_index)`. By default the
+        framework's stream itself (DLPack numbers the legacy default stream 1). A framework whose
+        `__dlpack__` takes no stream (TensorFlow) waits for its queued work here and returns
+        None."""
+        return self.stream(device_index) or 1
 
     def empty(self, dtype, shape, device_index):
         """A new framework array of the tutti dtype and shape on the device, and its address:
@@ -133,8 +145,7 @@ def buffer_of(value, what="array", hooks=None):
         device = _dlpack.device_of(value)
         if device is not None and device[0] == _dlpack.CUDA:
             stream = hooks.stream(device[1])
-            # DLPack numbers CUDA's legacy default stream 1 (0 is not allowed).
-            d = _dlpack.describe(value, stream or 1, what)
+            d = _dlpack.describe(value, hooks.export_stream(device[1]), what)
             return Buffer(d.pointer, d.dtype, d.shape, (value, d.capsule), _capi.DEVICE_CUDA,
                           d.device_index, stream, hooks)
     array = host_array(value, what)
@@ -258,6 +269,15 @@ def alltoall(value, splits=None, name=None, set_id=_tutti.WORLD, hooks=None):
         splits = [int(s) for s in host_array(splits, "splits").reshape(-1)]
     return _tutti._rt().alltoall(buffer_of(value, "array", hooks), new_array, splits, name,
                                  set_id).wait()
+
+
+def with_hooks(hooks):
+    """The collectives above with a binding's `hooks` passed to each (host arrays ignore them)."""
+    return types.SimpleNamespace(**{
+        name: functools.partial(globals()[name], hooks=hooks)
+        for name in ("allreduce", "grouped_allreduce", "broadcast", "grouped_broadcast",
+                     "allgather", "grouped_allgather", "reducescatter", "grouped_reducescatter",
+                     "alltoall")})
 
 
 def barrier(set_id=_tutti.WORLD):

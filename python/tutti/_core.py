@@ -15,7 +15,14 @@ from .errors import check, from_status, InternalError, InvalidArgumentError, Mix
 
 class DeviceHooks:
     """What the core needs from a framework to run its device (CUDA) tensors; tutti.torch
-    implements it. Streams are cudaStream_t values as ints (0: the legacy default stream)."""
+    implements it. Streams are cudaStream_t values as ints (0: the legacy default stream).
+
+    `host_waits`: a framework that exposes no stream to order its work after (JAX, TensorFlow,
+    MXNet) sets it; a wait on its requests then holds the host until their device work finished
+    (tutti_request_wait), so that their results are ready for any stream, and wait_stream and
+    fence are not used."""
+
+    host_waits = False
 
     def wait_stream(self, device_index, owners):
         """The stream a wait orders after a request: the calling thread's current stream on the
@@ -185,7 +192,7 @@ class Handle:
         if not self._done:
             timeout = -1 if timeout_ms is None else int(timeout_ms)
             device = self._device
-            if device is None:
+            if device is None or device.hooks.host_waits:
                 status = _capi.tutti_request_wait(self._inflight.request, timeout)
             else:
                 stream = device.hooks.wait_stream(device.index, device.owners)
@@ -207,7 +214,7 @@ class Handle:
         try:
             if status == _capi.OK:
                 self._result = self._finish(request) if self._finish else None
-                if self._device is not None:
+                if self._device is not None and not self._device.hooks.host_waits:
                     # The current stream may still have to run the device work and the copies of
                     # request-owned results: the request is freed once it has.
                     fence = self._device.hooks.fence(self._device.index)

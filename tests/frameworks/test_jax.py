@@ -152,3 +152,30 @@ def test_two_models_example_in_two_sets():
     assert words[0][-1] != words[2][-1]
     for w in words:
         assert float(w[6]) < 0.05 * float(w[4]), w
+
+
+def test_device_hooks_make_copy_and_import_arrays():
+    """tutti.jax's device hooks (GPU arrays through DLPack) with their JAX calls on the CPU, the
+    only device here: new arrays and their addresses, a copy (never the input's buffer), and a
+    request-owned result imported and copied. On a GPU: tests/frameworks/test_jax_gpu.py."""
+    import tutti.errors
+    from tutti import _capi
+    from tutti.jax._device import JaxHooks
+
+    hooks = JaxHooks("cpu")
+    assert hooks.host_waits and hooks.stream(0) == 0 and hooks.export_stream(0) is None
+    assert JaxHooks().export_stream(0) == 1  # for a GPU's: the legacy default stream
+    empty, address = hooks.empty(_capi.DTYPE_BFLOAT16, (2, 3), 0)
+    assert empty.dtype == jnp.bfloat16 and empty.shape == (2, 3)
+    assert address == empty.unsafe_buffer_pointer()
+    source = jnp.arange(3, dtype=jnp.int32)
+    copy, address = hooks.copy(source, 0)
+    assert copy.tolist() == [0, 1, 2] and address != source.unsafe_buffer_pointer()
+    owned = np.array([1.5, 2.5, 3.5, 4.5], np.float32)
+    result = hooks.copy_result(_capi.DTYPE_FLOAT32, (2, 2), owned.ctypes.data, 0)
+    owned[:] = 0  # the request's memory goes; the result is JAX's own
+    assert result.dtype == jnp.float32 and result.tolist() == [[1.5, 2.5], [3.5, 4.5]]
+    assert hooks.copy_result(_capi.DTYPE_INT64, (0, 3), 0, 0).shape == (0, 3)
+    with pytest.raises(tutti.errors.UnsupportedError,
+                       match="^JAX has no gpu device numbered 0 in this process$"):
+        JaxHooks().empty(_capi.DTYPE_FLOAT32, (1,), 0)

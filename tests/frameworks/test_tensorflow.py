@@ -132,3 +132,33 @@ def test_keras_two_models_example_in_two_sets():
     assert words[0][-1] != words[2][-1]
     for w in words:
         assert float(w[-3]) < 0.7 * float(w[-5]), w  # "loss FIRST -> LAST weights DIGEST"
+
+
+def test_device_hooks_make_copy_and_import_tensors():
+    """tutti.tensorflow's device hooks (GPU tensors through DLPack) with their TF calls on the
+    CPU, the only device here: new tensors and their addresses, a deep copy (never the input's
+    buffer), and a request-owned result imported and copied. On a GPU: not run (the GPU machine
+    has no TensorFlow)."""
+    import numpy as np
+    import tensorflow as tf
+    from tutti import _capi, _dlpack
+    from tutti.tensorflow._device import TensorFlowHooks
+
+    hooks = TensorFlowHooks("CPU")
+    assert hooks.host_waits and hooks.stream(0) == 0 and hooks.export_stream(0) is None
+    empty, address = hooks.empty(_capi.DTYPE_BFLOAT16, (2, 3), 0)
+    assert empty.dtype == tf.bfloat16 and empty.shape == (2, 3) and "CPU" in empty.device
+    assert address == _dlpack.describe(empty, None).pointer
+    source = tf.constant([1, 2, 3], tf.int32)
+    copy, address = hooks.copy(source, 0)
+    assert copy.numpy().tolist() == [1, 2, 3]
+    assert address != _dlpack.describe(source, None).pointer
+    # TensorFlow takes imported memory aligned to 64 bytes, as the library's device results are.
+    raw = np.zeros(256, np.uint8)
+    start = -raw.ctypes.data % 64
+    owned = raw[start:start + 16].view(np.float32)
+    owned[:] = [1.5, 2.5, 3.5, 4.5]
+    result = hooks.copy_result(_capi.DTYPE_FLOAT32, (2, 2), owned.ctypes.data, 0)
+    owned[:] = 0  # the request's memory goes; the result is TF's own
+    assert result.dtype == tf.float32 and result.numpy().tolist() == [[1.5, 2.5], [3.5, 4.5]]
+    assert hooks.copy_result(_capi.DTYPE_INT64, (0, 3), 0, 0).shape == (0, 3)

@@ -5,13 +5,17 @@ Where they run:
 - **Eagerly** (concrete arrays): on the calling thread. The call first waits for the ordered
   callbacks that jitted computations already dispatched (`jax.effects_barrier()`), so that this
   process submits its requests in program order, which unnamed requests need: tutti matches them
-  across ranks by a per-set counter. The input is read through a zero-copy NumPy view of its CPU
-  buffer; the result is a new jax.Array made from the new NumPy array tutti filled.
+  across ranks by a per-set counter. An input on the CPU is read through a zero-copy NumPy view
+  of its buffer and the result is a new jax.Array made from the new NumPy array tutti filled;
+  one on a GPU goes through DLPack, zero-copy, and its result is a new jax.Array on that GPU
+  (tutti/jax/_device.py says how the order between JAX's work and the collective is kept).
 - **Inside `jax.jit`** (or under a transformation: traced arrays): as one
   `jax.experimental.io_callback(..., ordered=True)` per call (so per pytree), which runs on a
-  thread of JAX's runtime when the computation reaches it. `ordered=True` keeps this process's
-  callbacks in program order and stops XLA from dropping or duplicating them, which
-  `pure_callback` allows. Each one is a round trip through host memory and blocks its computation
+  thread of JAX's runtime when the computation reaches it. Arrays on a GPU travel to the host
+  and back for it (XLA copies them for the callback): inside jit tutti.jax stages through host
+  memory; an XLA FFI custom call that keeps them on the device is not there yet.
+  `ordered=True` keeps this process's callbacks in program order and stops XLA from dropping or
+  duplicating them, which `pure_callback` allows. Each one is a round trip through host memory and blocks its computation
   until the collective completed. The result's shape must be known when tracing: allgather inside
   jit needs the same first dimension on every member, alltoall takes no `splits`, and each is
   checked when the callback runs (a mismatch raises there, on every member).
@@ -34,6 +38,8 @@ from tutti import _arrays
 from tutti._process_sets import global_process_set, members, set_id
 from tutti.errors import (InvalidArgumentError, MismatchError, NotAMemberError,
                           UnsupportedError)
+
+from ._device import HOOKS
 
 Sum, Average, Min, Max, Product = (_tutti.Sum, _tutti.Average, _tutti.Min, _tutti.Max,
                                    _tutti.Product)
@@ -98,7 +104,8 @@ class _Reduction(NamedTuple):
 def _reduce_leaves(reduction, leaves):
     def host(*arrays):
         return _arrays.grouped_allreduce(arrays, reduction.op, reduction.name, reduction.set_id,
-                                         reduction.prescale_factor, reduction.postscale_factor)
+                                         reduction.prescale_factor, reduction.postscale_factor,
+                                         hooks=HOOKS)
     return tuple(_run(host, list(leaves), _shapes(leaves), reduction.set_id))
 
 
@@ -161,7 +168,8 @@ def broadcast_variables(tree, root_rank, name=None, process_set=global_process_s
         return tree
     leaves = _as_jax(leaves)
     the_set = set_id(process_set)
-    results = _run(lambda *arrays: _arrays.grouped_broadcast(arrays, root_rank, name, the_set),
+    results = _run(lambda *arrays: _arrays.grouped_broadcast(arrays, root_rank, name, the_set,
+                                                                   hooks=HOOKS),
                    leaves, _shapes(leaves), the_set)
     return jax.tree_util.tree_unflatten(treedef, list(results))
 
@@ -178,7 +186,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
                                    "not a scalar")
     the_set = set_id(process_set)
     shape = (tensor.shape[0] * len(members(the_set)),) + tuple(tensor.shape[1:])
-    return _run(lambda array: [_arrays.allgather(array, name, the_set)], [tensor],
+    return _run(lambda array: [_arrays.allgather(array, name, the_set, HOOKS)], [tensor],
                 [jax.ShapeDtypeStruct(shape, tensor.dtype)], the_set)[0]
 
 
@@ -200,7 +208,7 @@ def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
         shape = (rows,) + shape[1:]
     return _run(lambda array: [_arrays.reducescatter(array, op, name, the_set,
                                                      float(prescale_factor),
-                                                     float(postscale_factor))],
+                                                     float(postscale_factor), HOOKS)],
                 [tensor], [jax.ShapeDtypeStruct(shape, tensor.dtype)], the_set)[0]
 
 
@@ -212,14 +220,14 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     (tensor,) = _as_jax([tensor])
     the_set = set_id(process_set)
     if splits is None:
-        return _run(lambda array: [_arrays.alltoall(array, None, name, the_set)[0]], [tensor],
-                    _shapes([tensor]), the_set)[0]
+        return _run(lambda array: [_arrays.alltoall(array, None, name, the_set, HOOKS)[0]],
+                    [tensor], _shapes([tensor]), the_set)[0]
     if _traced([tensor]) or isinstance(splits, jax.core.Tracer):
         raise UnsupportedError("alltoall with splits inside jax.jit: the number of rows it "
                                "receives is known only when it runs; call it outside jit, or "
                                "without splits")
     jax.effects_barrier()
-    output, received = _arrays.alltoall(tensor, np.asarray(splits), name, the_set)
+    output, received = _arrays.alltoall(tensor, np.asarray(splits), name, the_set, HOOKS)
     return jnp.asarray(output), jnp.asarray(np.asarray(received, np.int32))
 
 

@@ -14,12 +14,12 @@ tape's own class sharing its recorded state, so it is still a tf.GradientTape.
 
 import tensorflow as tf
 
-from tutti import _arrays, _objects
+from tutti import _objects
 from tutti._process_sets import global_process_set, members, set_id
 from tutti.errors import InvalidArgumentError
 
 from .compression import Compression
-from .ops import Average, Sum, _eager_only, _run, grouped_allreduce
+from .ops import Average, Sum, _core, _eager_only, _run, grouped_allreduce
 
 
 def broadcast_variables(variables, root_rank, process_set=global_process_set, name=None):
@@ -31,7 +31,7 @@ def broadcast_variables(variables, root_rank, process_set=global_process_set, na
         return []
     the_set = set_id(process_set)
     values = [tf.convert_to_tensor(v) for v in variables]
-    broadcast = _run(lambda *arrays: _arrays.grouped_broadcast(arrays, root_rank, name, the_set),
+    broadcast = _run(lambda *arrays: _core.grouped_broadcast(arrays, root_rank, name, the_set),
                      values, [v.dtype for v in values], [v.shape for v in values], the_set)
     return [variable.assign(value) for variable, value in zip(variables, broadcast)]
 

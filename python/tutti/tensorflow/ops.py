@@ -3,8 +3,9 @@
 Where they run:
 
 - **Eagerly**: on the calling thread. The input's CPU buffer is read through the buffer protocol
-  (no copy); an EagerTensor on a GPU is refused by the core (its `__dlpack_device__` is not the
-  CPU), as for JAX. The result is a new tf.Tensor made from the NumPy array tutti filled.
+  (no copy) and the result is a new tf.Tensor made from the NumPy array tutti filled; an
+  EagerTensor on a GPU goes through DLPack, zero-copy, and its result is a new tensor on that GPU
+  (tutti/tensorflow/_device.py says how the order between TF's work and the collective is kept).
 - **Inside `tf.function`** (while tracing, `tf.executing_eagerly()` is False): each call is **one**
   `tf.py_function` placed on the CPU, whose body runs the same host code on a thread of TF's
   executor when the graph reaches it, blocking that thread until the collective completed. A
@@ -32,11 +33,14 @@ from tensorflow.python.framework import ops as _tf_ops
 from tensorflow.python.ops import control_flow_util as _control_flow_util
 
 import tutti as _tutti
-from tutti import _arrays
+from tutti import _arrays, _dlpack
 from tutti._process_sets import global_process_set, members, set_id
 from tutti.errors import InvalidArgumentError, NotAMemberError, UnsupportedError
 
+from ._device import HOOKS
 from .compression import Compression
+
+_core = _arrays.with_hooks(HOOKS)  # the core's collectives, GPU tensors through HOOKS
 
 Sum, Average, Min, Max, Product = (_tutti.Sum, _tutti.Average, _tutti.Min, _tutti.Max,
                                    _tutti.Product)
@@ -69,14 +73,22 @@ def _refuse_xla():
                                "model.compile(..., jit_compile=False))")
 
 
+def _eager(tensor):
+    """An eager input as the core takes it: a tensor on a GPU as is (DLPack, tutti/tensorflow/
+    _device.py), else a NumPy view of its host memory."""
+    device = _dlpack.device_of(tensor)
+    if device is not None and device[0] == _dlpack.CUDA:
+        return tensor
+    return _arrays.host_array(tensor, "tensor")
+
+
 def _run(host_function, tensors, out_dtypes, out_shapes, the_set):
     """Runs `host_function(*numpy arrays) -> [numpy arrays]` on `tensors`: eagerly on this
     thread, or while tracing as one tf.py_function on the CPU whose outputs have `out_dtypes`
     and get `out_shapes` (None: unknown). A traced call on a set this rank is not a member of
     raises NotAMemberError (the library's message) while tracing, not when the graph runs."""
     if tf.executing_eagerly():
-        return [tf.convert_to_tensor(r) for r in
-                host_function(*[_arrays.host_array(t, "tensor") for t in tensors])]
+        return [tf.convert_to_tensor(r) for r in host_function(*[_eager(t) for t in tensors])]
     _refuse_xla()
     if _tutti.rank() not in members(the_set):
         raise NotAMemberError(f"rank {_tutti.rank()} is not a member of process set {the_set}")
@@ -92,6 +104,18 @@ def _run(host_function, tensors, out_dtypes, out_shapes, the_set):
     return list(outputs)
 
 
+def _zeros_like(array):
+    """Zeros shaped as a host array or an eager tensor on a GPU, where it is."""
+    return tf.zeros_like(array) if isinstance(array, tf.Tensor) else np.zeros_like(array)
+
+
+def _scaled(array, scale):
+    """`array * scale` in its dtype, for a host array or an eager tensor on a GPU."""
+    if isinstance(array, tf.Tensor):
+        return tf.cast(tf.cast(array, tf.float64) * scale, array.dtype)
+    return (array * scale).astype(array.dtype)
+
+
 def _zeros_for_none(cotangents, forwards):
     return [tf.zeros_like(f) if c is None else c for c, f in zip(cotangents, forwards)]
 
@@ -100,7 +124,7 @@ def _zeros_for_none(cotangents, forwards):
 def _grouped_dense(tensors, op, name, the_set, prescale_factor, postscale_factor):
     """Dense tensors reduced in one grouped request (one fused step), differentiable."""
     def host(*arrays):
-        return _arrays.grouped_allreduce(arrays, op, name, the_set, prescale_factor,
+        return _core.grouped_allreduce(arrays, op, name, the_set, prescale_factor,
                                          postscale_factor)
 
     @tf.custom_gradient
@@ -187,7 +211,7 @@ def grouped_allreduce(tensors, op=Average, name=None, process_set=global_process
 # ---- allgather, broadcast, reducescatter, alltoall ---------------------------------------------
 def _rows_before_and_mine(array, name, the_set):
     """(rows of the members before this one, this member's rows), from an allgather of counts."""
-    counts = _arrays.allgather(np.array([array.shape[0]], np.int64), name, the_set)
+    counts = _core.allgather(np.array([array.shape[0]], np.int64), name, the_set)
     position = members(the_set).index(_tutti.rank())
     return int(counts[:position].sum()), int(counts[position])
 
@@ -203,7 +227,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
     @tf.custom_gradient
     def gather(value):
-        (output,) = _run(lambda a: [_arrays.allgather(a, name, the_set)], [value],
+        (output,) = _run(lambda a: [_core.allgather(a, name, the_set)], [value],
                          [value.dtype], [tf.TensorShape([None]).concatenate(value.shape[1:])],
                          the_set)
 
@@ -211,7 +235,7 @@ def allgather(tensor, name=None, process_set=global_process_set):
             def host(array, summed):
                 before, mine = _rows_before_and_mine(array, _sub_name(name, "grad.rows"),
                                                      the_set)
-                total = _arrays.allreduce(summed, Sum, _sub_name(name, "grad"), the_set)
+                total = _core.allreduce(summed, Sum, _sub_name(name, "grad"), the_set)
                 return [total[before:before + mine]]
             return _run(host, [value, cotangent], [value.dtype], [value.shape], the_set)[0]
         return output, gradient
@@ -241,7 +265,7 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 
     @tf.custom_gradient
     def gather(*values):
-        outputs = _run(lambda *a: _arrays.grouped_allgather(a, name, the_set), values,
+        outputs = _run(lambda *a: _core.grouped_allgather(a, name, the_set), values,
                        [v.dtype for v in values],
                        [tf.TensorShape([None]).concatenate(v.shape[1:]) for v in values],
                        the_set)
@@ -251,10 +275,10 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 
             def host(*arrays):
                 rows = np.array([a.shape[0] for a in arrays[:count]], np.int64)
-                every = _arrays.allgather(rows, _sub_name(name, "grad.rows"),
+                every = _core.allgather(rows, _sub_name(name, "grad.rows"),
                                           the_set).reshape(-1, count)
                 position = members(the_set).index(_tutti.rank())
-                totals = _arrays.grouped_allreduce(arrays[count:], Sum, _sub_name(name, "grad"),
+                totals = _core.grouped_allreduce(arrays[count:], Sum, _sub_name(name, "grad"),
                                                    the_set)
                 before = every[:position].sum(0)
                 return [total[b:b + m] for total, b, m in zip(totals, before, every[position])]
@@ -272,13 +296,13 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
 
     @tf.custom_gradient
     def send(value):
-        (output,) = _run(lambda a: [_arrays.broadcast(a, root_rank, name, the_set)], [value],
+        (output,) = _run(lambda a: [_core.broadcast(a, root_rank, name, the_set)], [value],
                          [value.dtype], [value.shape], the_set)
 
         def gradient(cotangent):
             def host(array):
-                total = _arrays.allreduce(array, Sum, _sub_name(name, "grad"), the_set)
-                return [total if _tutti.rank() == root_rank else np.zeros_like(total)]
+                total = _core.allreduce(array, Sum, _sub_name(name, "grad"), the_set)
+                return [total if _tutti.rank() == root_rank else _zeros_like(total)]
             return _run(host, [cotangent], [value.dtype], [value.shape], the_set)[0]
         return output, gradient
     return send(tensor)
@@ -299,7 +323,7 @@ def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
 
     @tf.custom_gradient
     def scatter(value):
-        (output,) = _run(lambda a: [_arrays.reducescatter(a, op, name, the_set, prescale_factor,
+        (output,) = _run(lambda a: [_core.reducescatter(a, op, name, the_set, prescale_factor,
                                                           postscale_factor)],
                          [value], [value.dtype],
                          [tf.TensorShape([None]).concatenate(value.shape[1:])], the_set)
@@ -310,8 +334,8 @@ def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
                 scale /= len(members(the_set))
 
             def host(array):
-                gathered = _arrays.allgather(array, _sub_name(name, "grad"), the_set)
-                return [(gathered * scale).astype(gathered.dtype)]
+                gathered = _core.allgather(array, _sub_name(name, "grad"), the_set)
+                return [_scaled(gathered, scale)]
             return _run(host, [cotangent], [value.dtype], [value.shape], the_set)[0]
         return output, gradient
     return scatter(tensor)
@@ -335,7 +359,7 @@ def grouped_reducescatter(tensors, op=Average, name=None, process_set=global_pro
 
     @tf.custom_gradient
     def scatter(*values):
-        outputs = _run(lambda *a: _arrays.grouped_reducescatter(a, op, name, the_set,
+        outputs = _run(lambda *a: _core.grouped_reducescatter(a, op, name, the_set,
                                                                 prescale_factor,
                                                                 postscale_factor),
                        values, [v.dtype for v in values],
@@ -348,8 +372,8 @@ def grouped_reducescatter(tensors, op=Average, name=None, process_set=global_pro
                 scale /= len(members(the_set))
 
             def host(*arrays):
-                gathered = _arrays.grouped_allgather(arrays, _sub_name(name, "grad"), the_set)
-                return [(g * scale).astype(g.dtype) for g in gathered]
+                gathered = _core.grouped_allgather(arrays, _sub_name(name, "grad"), the_set)
+                return [_scaled(g, scale) for g in gathered]
             return _run(host, _zeros_for_none(cotangents, outputs), [v.dtype for v in values],
                         [v.shape for v in values], the_set)
         return outputs, gradient
@@ -366,7 +390,7 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     split_inputs = [] if splits is None else [tf.cast(_as_tensor(splits), tf.int64)]
 
     def host(array, *split_arrays):
-        output, received = _arrays.alltoall(array, split_arrays[0] if split_arrays else None,
+        output, received = _core.alltoall(array, split_arrays[0] if split_arrays else None,
                                             name, the_set)
         return [output, np.asarray(received, np.int32)]
 
@@ -377,7 +401,7 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
                                  tf.TensorShape([len(members(the_set))])], the_set)
 
         def gradient(cotangent, _received_cotangent=None):
-            back = _run(lambda a, s: [_arrays.alltoall(a, s, _sub_name(name, "grad"),
+            back = _run(lambda a, s: [_core.alltoall(a, s, _sub_name(name, "grad"),
                                                        the_set)[0]],
                         [cotangent, tf.cast(received, tf.int64)], [value.dtype],
                         [value.shape], the_set)[0]

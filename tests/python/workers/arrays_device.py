@@ -3,6 +3,8 @@ the simulated GPU's memory (TUTTI_GPU_MODULE: tests/gpu_sim), as a framework bin
 its hooks name a stream, allocate and copy device arrays, and copy request-owned results. The
 simulator's device memory is host memory, so the checks read it after synchronizing the stream.
 Each check prints "ok <name>"; every rank runs all of them."""
+import ctypes
+
 import numpy as np
 from sim_device import SimArray, SimHooks, check
 
@@ -69,4 +71,38 @@ except tutti.UnsupportedError as e:
           e)
 else:
     check("no_hooks", False, "no error")
+
+class HostWaitHooks(SimHooks):
+    """A framework without a stream to order after (tutti.jax's hooks): inputs exported for the
+    legacy default stream, and a wait that holds the host until the device work finished."""
+    host_waits = True
+
+    def stream(self, device_index):
+        return 0
+
+    def export_stream(self, device_index):
+        return 1
+
+    def wait_stream(self, device_index, owners):
+        raise AssertionError("a host-waiting framework's stream wait was used")
+
+    def fence(self, device_index):
+        raise AssertionError("a host-waiting framework's fence was used")
+
+    def copy_result(self, dtype, shape, pointer, device_index):
+        # No stream to synchronize: the host wait saw the device work finish.
+        host = _arrays.new_array(dtype, shape)[0]
+        ctypes.memmove(host.ctypes.data, pointer, host.nbytes)
+        return SimArray(host, device_index)
+
+
+host_waits = HostWaitHooks()
+mine = SimArray(np.full((3, 2), rank + 1.0, np.float32))
+got = _arrays.allreduce(mine, name="host waits", hooks=host_waits)
+# Read without synchronizing any stream: the wait itself must have seen the device work finish.
+check("host_waits_allreduce", np.array_equal(got.host, np.full((3, 2), sum(range(1, size + 1))))
+      and mine.streams_asked == [1], (got.host, mine.streams_asked))
+got = _arrays.allgather(SimArray(np.full(2, rank, np.int16)), name="host waits gather",
+                        hooks=host_waits)
+check("host_waits_allgather", np.array_equal(got.host, np.repeat(np.arange(size), 2)), got.host)
 tutti.shutdown()
