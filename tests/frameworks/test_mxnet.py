@@ -39,33 +39,57 @@ def _address(ndarray):
 def test_ndarrays_go_in_and_out_without_copies():
     from tutti.mxnet import ops
     pending = mx.nd.dot(mx.nd.ones((50, 50)), mx.nd.ones((50, 50)))  # still in MXNet's engine
-    view = ops.host_view(pending)
+    view = ops.array_view(pending)
     assert view.ctypes.data == _address(pending) and view[0, 0] == 50.0
     result = np.arange(6, dtype=np.float32).reshape(2, 3)
     out = ops.as_ndarray(result, pending)
     assert _address(out) == result.ctypes.data and out.context == mx.cpu(0)
     assert ops.as_ndarray(result, mx.nd.ones(1, ctx=mx.cpu(1))).context == mx.cpu(1)  # a copy
-    flags = ops.host_view(mx.nd.array([1, 0], dtype="bool"))  # NumPy 1.23 has no bool DLPack
+    flags = ops.array_view(mx.nd.array([1, 0], dtype="bool"))  # NumPy 1.23 has no bool DLPack
     assert flags.dtype == np.bool_ and flags.tolist() == [True, False]
     assert ops.as_ndarray(flags, mx.nd.ones(1)).dtype == np.bool_
 
 
-def test_gpu_contexts_and_other_values_are_refused():
+def test_gpu_contexts_take_the_device_path_and_other_values_are_refused():
     import tutti
     from tutti.mxnet import ops
+    from tutti.mxnet._device import NDArrayView
 
     class OnGpu(mx.nd.NDArray):  # no GPU here: an NDArray that says it is on one
         __slots__ = ()
-        context = property(lambda self: mx.gpu(0))
+        context = property(lambda self: mx.gpu(1))
     on_gpu = mx.nd.ones(2)
     on_gpu.__class__ = OnGpu
-    with pytest.raises(tutti.UnsupportedError) as error:
-        ops.host_view(on_gpu)
-    assert str(error.value) == ("tensor is on gpu(0): tutti.mxnet takes host memory only; copy "
-                                "it with .as_in_context(mx.cpu()) first")
+    view = ops.array_view(on_gpu)
+    assert isinstance(view, NDArrayView) and view.__dlpack_device__() == (2, 1)
     with pytest.raises(tutti.InvalidArgumentError) as error:
-        ops.host_view([1.0])
+        ops.array_view([1.0])
     assert str(error.value) == "tensor must be an mxnet NDArray, not list"
+
+
+def test_device_hooks_make_copy_and_import_ndarrays():
+    """tutti.mxnet's device hooks (GPU NDArrays through DLPack) with their MXNet calls on the
+    CPU, the only device here: new NDArrays and their addresses, a copy (never the input's
+    memory), and a request-owned result imported and copied. On a GPU: never run (no MXNet GPU
+    wheel for the Pythons tested)."""
+    from tutti import _capi
+    from tutti.mxnet import ops
+    from tutti.mxnet._device import MXNetHooks, NDArrayView
+
+    hooks = MXNetHooks(mx.cpu)
+    assert hooks.host_waits and hooks.stream(0) == 0 and hooks.export_stream(0) is None
+    empty, address = hooks.empty(_capi.DTYPE_INT32, (2, 3), 0)
+    assert empty.ndarray.dtype == np.int32 and empty.ndarray.shape == (2, 3)
+    assert address == _address(empty.ndarray)
+    source = mx.nd.array([1, 2, 3])
+    copy, address = hooks.copy(NDArrayView(source), 0)
+    assert copy.ndarray.asnumpy().tolist() == [1, 2, 3] and address != _address(source)
+    owned = np.array([1.5, 2.5, 3.5, 4.5], np.float32)
+    result = hooks.copy_result(_capi.DTYPE_FLOAT32, (2, 2), owned.ctypes.data, 0)
+    owned[:] = 0  # the request's memory goes; the result is MXNet's own
+    out = ops.as_ndarray(result, source)
+    assert out.dtype == np.float32 and out.asnumpy().tolist() == [[1.5, 2.5], [3.5, 4.5]]
+    assert hooks.copy_result(_capi.DTYPE_INT64, (0, 3), 0, 0).ndarray.shape == (0, 3)
 
 
 def test_import_without_mxnet_says_what_to_install():

@@ -4,8 +4,8 @@ the last release; it needs numpy<1.24).
 Everything runs on the calling thread and returns once its request completed: the collectives
 (ops) read an NDArray's host memory through DLPack without a copy, wait for MXNet's engine to
 finish writing it first, and return new NDArrays (or write into the given one, for the names
-ending in `_`). NDArrays on a GPU context are refused (UnsupportedError): tutti's framework-neutral
-core (tutti._arrays) takes host memory only. training holds DistributedOptimizer (wraps an
+ending in `_`). NDArrays on a GPU context go through the framework-neutral core's device path
+(tutti/mxnet/_device.py), their results on the same context: never run on a GPU. training holds DistributedOptimizer (wraps an
 mx.optimizer.Optimizer), DistributedTrainer (a gluon.Trainer whose gradients go through one
 grouped allreduce per step) and broadcast_parameters; each takes a process set. Process sets are
 tutti._process_sets', shared with the other bindings of the array core. docs/frameworks.md has

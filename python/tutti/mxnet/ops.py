@@ -5,7 +5,8 @@ thread, each returning once its request completed (there is no handle to wait on
 In: an NDArray on a CPU context is read through DLPack (`to_dlpack_for_read`, which first waits
 for MXNet's engine to finish the operations writing it) as a NumPy view of its own memory, without
 a copy; bool NDArrays, which NumPy 1.23 cannot take through DLPack, are copied with asnumpy().
-Sparse NDArrays and GPU contexts are refused.
+One on a GPU context goes through DLPack too, with the core's device path and its result on
+that context (tutti/mxnet/_device.py; never run on a GPU). Sparse NDArrays are refused.
 
 Out: the core's result is a new NumPy array that nothing else references; it becomes an NDArray
 through DLPack without a copy when the input is on cpu(0) (a copy onto another CPU context, and
@@ -22,45 +23,39 @@ from tutti import _arrays, _objects
 from tutti._process_sets import global_process_set, set_id
 from tutti.errors import InvalidArgumentError, UnsupportedError
 
+from ._device import HOOKS, NDArrayView
+
 Sum, Average, Min, Max, Product = (_tutti.Sum, _tutti.Average, _tutti.Min, _tutti.Max,
                                    _tutti.Product)
 _OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
-_DLPACK_CPU = (1, 0)
+_core = _arrays.with_hooks(HOOKS)  # the core's collectives, GPU NDArrays through HOOKS
 
 
-class _ReadView:
-    """An NDArray as numpy.from_dlpack takes it (MXNet 1.9 has to_dlpack_for_read, not the
-    __dlpack__ protocol)."""
-
-    def __init__(self, ndarray):
-        self.ndarray = ndarray
-
-    def __dlpack__(self, stream=None):
-        return self.ndarray.to_dlpack_for_read()
-
-    def __dlpack_device__(self):
-        return _DLPACK_CPU
-
-
-def host_view(tensor, what="tensor"):
-    """A NumPy array over `tensor`'s host memory (see the module's docstring)."""
+def array_view(tensor, what="tensor"):
+    """`tensor` as the core takes it: a NumPy array over its host memory, or on a GPU context an
+    NDArrayView (see the module's docstring)."""
     if not isinstance(tensor, mx.nd.NDArray):
         raise InvalidArgumentError(f"{what} must be an mxnet NDArray, not {type(tensor).__name__}")
     if tensor.stype != "default":
         raise UnsupportedError(f"{what} is a {tensor.stype} NDArray: tutti.mxnet reduces dense "
                                f"arrays only; convert it with .tostype('default')")
-    if tensor.context.device_type not in ("cpu", "cpu_pinned", "cpu_shared"):
-        raise UnsupportedError(f"{what} is on {tensor.context}: tutti.mxnet takes host memory "
-                               f"only; copy it with .as_in_context(mx.cpu()) first")
+    if tensor.context.device_type not in ("cpu", "cpu_pinned", "cpu_shared", "gpu"):
+        raise UnsupportedError(f"{what} is on {tensor.context}: tutti.mxnet takes host and GPU "
+                               f"memory; copy it with .as_in_context(mx.cpu()) first")
     if tensor.dtype == np.bool_:
         return tensor.asnumpy()
-    return np.from_dlpack(_ReadView(tensor))
+    if tensor.context.device_type == "gpu":
+        return NDArrayView(tensor)
+    return np.from_dlpack(NDArrayView(tensor))
 
 
 def as_ndarray(array, like):
-    """A new NDArray holding the NumPy array `array` (which nothing else references), on the
-    context of the NDArray `like` and of its kind (mx.nd or mx.np)."""
-    if array.dtype == np.bool_ or like.context != mx.cpu(0):
+    """A new NDArray holding the core's result `array` (a NumPy array, or an NDArrayView of a GPU
+    result, which nothing else references), on the context of the NDArray `like` and of its kind
+    (mx.nd or mx.np)."""
+    if isinstance(array, NDArrayView):
+        out = array.ndarray
+    elif array.dtype == np.bool_ or like.context != mx.cpu(0):
         out = mx.nd.array(array, ctx=like.context, dtype=array.dtype)
     else:
         out = mx.nd.from_dlpack(array.__dlpack__())
@@ -69,6 +64,8 @@ def as_ndarray(array, like):
 
 def _write(tensor, array):
     """Copies `array` into the NDArray `tensor` (its shape), outside autograd's record."""
+    if isinstance(array, NDArrayView):
+        array = array.ndarray
     with mx.autograd.pause():
         tensor[:] = array.reshape(tensor.shape)
     return tensor
@@ -97,8 +94,8 @@ def _tensor_list(tensors):
 
 
 def _reduce(tensors, op, name, prescale_factor, postscale_factor, process_set):
-    views = [host_view(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
-    return _arrays.grouped_allreduce(views, op, name, set_id(process_set),
+    views = [array_view(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    return _core.grouped_allreduce(views, op, name, set_id(process_set),
                                      float(prescale_factor), float(postscale_factor))
 
 
@@ -150,20 +147,20 @@ def allreduce_(tensor, average=None, name=None, prescale_factor=1.0, postscale_f
 # ---- broadcast, allgather, alltoall, reducescatter ---------------------------------------------
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """A new NDArray holding global rank `root_rank`'s `tensor` on every member."""
-    result = _arrays.broadcast(host_view(tensor), root_rank, name, set_id(process_set))
+    result = _core.broadcast(array_view(tensor), root_rank, name, set_id(process_set))
     return as_ndarray(result, tensor)
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """broadcast writing `root_rank`'s values into `tensor` on every member; returns it."""
-    result = _arrays.broadcast(host_view(tensor), root_rank, name, set_id(process_set))
+    result = _core.broadcast(array_view(tensor), root_rank, name, set_id(process_set))
     return _write(tensor, result)
 
 
 def allgather(tensor, name=None, process_set=global_process_set):
     """A new NDArray: every member's tensor concatenated along the first dimension, in set order
     (the first dimension may differ between members)."""
-    return as_ndarray(_arrays.allgather(host_view(tensor), name, set_id(process_set)), tensor)
+    return as_ndarray(_core.allgather(array_view(tensor), name, set_id(process_set)), tensor)
 
 
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
@@ -172,9 +169,8 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     NDArray of row counts) the result is (received rows, an int32 NDArray on the CPU of the rows
     received from each member), as Horovod returns them."""
     if splits is not None:
-        splits = host_view(splits, "splits") if isinstance(splits, mx.nd.NDArray) else \
-            np.asarray(splits)
-    output, received = _arrays.alltoall(host_view(tensor), splits, name, set_id(process_set))
+        splits = splits.asnumpy() if isinstance(splits, mx.nd.NDArray) else np.asarray(splits)
+    output, received = _core.alltoall(array_view(tensor), splits, name, set_id(process_set))
     if splits is None:
         return as_ndarray(output, tensor)
     return as_ndarray(output, tensor), mx.nd.array(received, ctx=mx.cpu(), dtype=np.int32)
@@ -188,7 +184,7 @@ def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
     if op not in (Average, Sum):
         raise InvalidArgumentError(f"reducescatter takes op tutti.mxnet.Average or Sum, not "
                                    f"{_OP_NAMES.get(op, repr(op))}")
-    result = _arrays.reducescatter(host_view(tensor), op, name, set_id(process_set),
+    result = _core.reducescatter(array_view(tensor), op, name, set_id(process_set),
                                    float(prescale_factor), float(postscale_factor))
     return as_ndarray(result, tensor)
 
@@ -197,8 +193,8 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
     """New NDArrays: allgather of every tensor of the list in one grouped request (negotiated as
     one unit); first dimensions may differ between members."""
     tensors = _tensor_list(tensors)
-    views = [host_view(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
-    results = _arrays.grouped_allgather(views, name, set_id(process_set))
+    views = [array_view(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    results = _core.grouped_allgather(views, name, set_id(process_set))
     return [as_ndarray(r, t) for r, t in zip(results, tensors)]
 
 
@@ -212,8 +208,8 @@ def grouped_reducescatter(tensors, op=Average, name=None, process_set=global_pro
         raise InvalidArgumentError(f"grouped_reducescatter takes op tutti.mxnet.Average or Sum, "
                                    f"not {_OP_NAMES.get(op, repr(op))}")
     tensors = _tensor_list(tensors)
-    views = [host_view(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
-    results = _arrays.grouped_reducescatter(views, op, name, set_id(process_set),
+    views = [array_view(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    results = _core.grouped_reducescatter(views, op, name, set_id(process_set),
                                             float(prescale_factor), float(postscale_factor))
     return [as_ndarray(r, t) for r, t in zip(results, tensors)]
 

@@ -15,11 +15,11 @@ import mxnet as mx
 from mxnet.gluon.parameter import DeferredInitializationError, Parameter, ParameterDict
 
 import tutti as _tutti
-from tutti import _arrays
 from tutti._process_sets import global_process_set, members, set_id
 from tutti.errors import InvalidArgumentError, UnsupportedError
 
-from .ops import Average, grouped_allreduce_, host_view
+from ._device import NDArrayView
+from .ops import Average, _core, array_view, grouped_allreduce_
 
 
 def _reduces_in(process_set):
@@ -144,10 +144,12 @@ class DistributedTrainer(mx.gluon.Trainer):
 def _broadcast_into(targets, root_rank, name, process_set):
     """Broadcasts each entry's first NDArray from `root_rank` (all submitted together) and writes
     the result into every NDArray of the entry (a Parameter's replicas)."""
-    views = [host_view(replicas[0], f"parameter {key}") for key, replicas in targets]
-    results = _arrays.grouped_broadcast(views, root_rank, name, set_id(process_set))
+    views = [array_view(replicas[0], f"parameter {key}") for key, replicas in targets]
+    results = _core.grouped_broadcast(views, root_rank, name, set_id(process_set))
     with mx.autograd.pause():  # a deferred initialization may run inside autograd.record()
         for (_, replicas), result in zip(targets, results):
+            if isinstance(result, NDArrayView):  # a GPU context's
+                result = result.ndarray
             for replica in replicas:
                 replica[:] = result.reshape(replica.shape)
 
