@@ -125,7 +125,8 @@ Status Runtime::Rendezvous() {
     peers_.push_back({peer.rank(), peer.data_endpoint(), peer.host()});
   TUTTI_RETURN_IF_ERROR(transport::PlanRoutes(slot_, options_.host_id, peers_,
                                               options_.transport, &routes_));
-  p2p_ = std::make_unique<PointToPoint>(device_.get(), slot_, routes_, Ms(options_.timeout_ms));
+  p2p_ = std::make_unique<PointToPoint>(device_.get(), slot_, options_.host_id, routes_,
+                                        Ms(options_.timeout_ms));
   // A lane opens before its set becomes visible: once it is, a submission on it may be answered.
   // The world of an added rank is the incarnation the others opened at the same epoch.
   int32_t world_channel = 0;

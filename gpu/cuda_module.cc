@@ -38,6 +38,9 @@ class CudaModule final : public Module {
     return nccl;
   }
 
+  // ncclSend and ncclRecv came with NCCL 2.7.
+  bool PointToPointOnNccl() override { return NcclVersion() >= 20700; }
+
   // Called for every submitted device tensor: the device count is read once (it cannot change
   // while the process runs).
   Status CheckDevice(int32_t index) override {

@@ -34,7 +34,7 @@
 namespace tutti::gpu {
 
 // Bumped whenever anything in this header changes shape.
-constexpr int kModuleApi = 4;
+constexpr int kModuleApi = 5;
 
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
@@ -119,6 +119,12 @@ class ProcessSetOnDevice {
   // Sends send_chunks[j] of `send` to member j and receives recv_chunks[j] of `receive` from it.
   virtual Status AllToAll(int32_t comm, const void* send, const Chunks& send_chunks, void* receive,
                           const Chunks& recv_chunks) = 0;
+  // Point-to-point on a communicator of two ranks (client/ makes one per point-to-point channel
+  // and pair of devices, docs/gpu.md "Send and recv"): `bytes` (> 0) of `buffer` to member `peer`,
+  // or from it. The two members' calls pair up in the order each made them, as ncclSend and
+  // ncclRecv do; each blocks only the set's stream until its partner came.
+  virtual Status Send(int32_t comm, const void* buffer, size_t bytes, int32_t peer) = 0;
+  virtual Status Recv(int32_t comm, void* buffer, size_t bytes, int32_t peer) = 0;
 
   // Records the end of everything queued so far.
   virtual Status Record(std::shared_ptr<Event>* done) = 0;
@@ -143,6 +149,9 @@ class Module {
   virtual Status RecordEvent(int32_t index, void* stream, std::shared_ptr<Event>* event) = 0;
   // Makes `stream` wait for `event` (no host wait).
   virtual Status StreamWait(void* stream, const Event& event) = 0;
+  // Whether ProcessSetOnDevice::Send and Recv work here (NCCL 2.7 or later): where they do not,
+  // device send and recv stay staged through host memory.
+  virtual bool PointToPointOnNccl() = 0;
   // A fresh NCCL unique id (ncclGetUniqueId), as bytes.
   virtual Status UniqueId(std::string* id) = 0;
   virtual Status OpenProcessSet(int32_t index, std::unique_ptr<ProcessSetOnDevice>* on_device) = 0;

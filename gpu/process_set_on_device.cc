@@ -299,6 +299,22 @@ Status CudaProcessSetOnDevice::AllToAll(int32_t key, const void* send, const Chu
   return Settle(comm, "ncclSend/ncclRecv (alltoall)");
 }
 
+Status CudaProcessSetOnDevice::Send(int32_t key, const void* buffer, size_t bytes, int32_t peer) {
+  ncclComm_t comm;
+  TUTTI_RETURN_IF_ERROR(Comm(key, &comm));
+  DeviceGuard guard(device_);
+  TUTTI_NCCL(ncclSend(buffer, bytes, ncclUint8, peer, comm, stream_));
+  return Settle(comm, "ncclSend");
+}
+
+Status CudaProcessSetOnDevice::Recv(int32_t key, void* buffer, size_t bytes, int32_t peer) {
+  ncclComm_t comm;
+  TUTTI_RETURN_IF_ERROR(Comm(key, &comm));
+  DeviceGuard guard(device_);
+  TUTTI_NCCL(ncclRecv(buffer, bytes, ncclUint8, peer, comm, stream_));
+  return Settle(comm, "ncclRecv");
+}
+
 Status CudaProcessSetOnDevice::Record(std::shared_ptr<Event>* done) {
   return CudaEvent::Record(device_, stream_, done);
 }

@@ -38,6 +38,8 @@ class CudaProcessSetOnDevice final : public ProcessSetOnDevice {
                        DType dtype, ReduceOp op) override;
   Status AllToAll(int32_t comm, const void* send, const Chunks& send_chunks, void* receive,
                   const Chunks& recv_chunks) override;
+  Status Send(int32_t comm, const void* buffer, size_t bytes, int32_t peer) override;
+  Status Recv(int32_t comm, void* buffer, size_t bytes, int32_t peer) override;
 
   Status Record(std::shared_ptr<Event>* done) override;
   Status Wait(const Event& done, Deadline deadline, const Interrupt& interrupted) override;

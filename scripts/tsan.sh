@@ -49,6 +49,8 @@ cmake --build "$build" -j "$jobs" --target "${programs[@]}"
 #  - GpuSim, StagedResults, StagedScaling: device lanes (staging, the NCCL id mailbox fed by the
 #    I/O thread, stream waits, results read by the application as the lane publishes them)
 #    through the simulated GPU module, whose streams run on an executor thread of their own;
+#  - NcclPointToPoint: device send and recv on the simulated NCCL path, the channel threads'
+#    offers and answers, a pair's communicator, and a recv's wait ended by a lost peer;
 #  - Conformance, CopyTransforms: the simulator's executor against the threads that queue,
 #    record and wait;
 #  - CoordinatorLink, RingAllreduce, DirectAllreduce, TcpChannel, ShmChannel (client_tests): the
@@ -57,7 +59,7 @@ cmake --build "$build" -j "$jobs" --target "${programs[@]}"
 # Left out: large payloads (Ranks/Transports, Collectives.Large64MiBOnTheWorld: a minute each
 # under TSan, moving more bytes through the same interleavings), and what exercises a
 # single-threaded tuttid alone (Jobs, BadFrames, Floods, Tuttid).
-tests='^(CApi|Elastic|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|SteadyState|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|EveryDType/StagedResults|StagedScaling|Conformance|EveryDType/CopyTransforms|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel|ModesAndCiphers/SealedChannelTest|SealedStream|ManInTheMiddle|DataSecurity)\.'
+tests='^(CApi|Elastic|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|SteadyState|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|NcclPointToPoint|EveryDType/StagedResults|StagedScaling|Conformance|EveryDType/CopyTransforms|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel|ModesAndCiphers/SealedChannelTest|SealedStream|ManInTheMiddle|DataSecurity)\.'
 large='^Collectives\.Large'
 
 # Only tests of those programs: unit_tests has suites of the same names (Fusion, Priorities) whose

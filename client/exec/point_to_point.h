@@ -4,7 +4,9 @@
 // Each (set, sender, receiver) has its own one-way stream and a thread at each end: the sending
 // thread writes queued messages in order, the receiving thread reads them in order and matches
 // each to the oldest posted recv of its tag (or keeps it until one is posted). So messages between
-// two ranks are matched by (set, source, destination, tag) in submission order.
+// two ranks are matched by (set, source, destination, tag) in submission order. Device tensors go
+// over NCCL between ranks on different GPUs and through host memory otherwise, as the pair agrees
+// per message (client/exec/point_to_point_nccl.h).
 #pragma once
 
 #include <condition_variable>
@@ -12,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <tuple>
 
@@ -22,9 +25,10 @@ namespace tutti::client {
 
 class PointToPoint {
  public:
-  // `routes[r]`: how to reach rank r (shared memory within a host, else TCP).
-  PointToPoint(transport::Device* device, int32_t self, std::vector<transport::PeerRoute> routes,
-               std::chrono::milliseconds timeout);
+  // `routes[r]`: how to reach rank r (shared memory within a host, else TCP). `host`: this rank's
+  // host identity, which tells a pair of device tensors whether they share a GPU.
+  PointToPoint(transport::Device* device, int32_t self, std::string host,
+               std::vector<transport::PeerRoute> routes, std::chrono::milliseconds timeout);
   // Aborts every stream and joins every thread; pending requests fail with kShutDown.
   ~PointToPoint();
 
@@ -46,6 +50,7 @@ class PointToPoint {
 
   transport::Device* device_;
   const int32_t self_;
+  const std::string host_;
   const std::chrono::milliseconds timeout_;
   std::mutex mu_;
   std::vector<transport::PeerRoute> routes_;  // guarded by mu_

@@ -13,6 +13,7 @@
 #include <limits>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -492,6 +493,54 @@ TEST_F(Conformance, ACommunicatorFromAnIdOfTheWrongSizeIsRefused) {
   EXPECT_EQ(status.code(), Code::kInternal);
   EXPECT_EQ(status.message(), "an NCCL unique id of 5 bytes arrived; NCCL needs 128");
   EXPECT_FALSE(set_->HasComm(0));
+}
+
+// Point-to-point on a communicator of two devices (what a pair of ranks on their own GPUs makes,
+// docs/gpu.md "Send and recv"): the two sides' calls pair up in the order each made them.
+TEST_F(Conformance, APairCommunicatorOfTwoDevicesPairsSendsAndRecvsInOrder) {
+  if (!module_->CheckDevice(1).ok()) GTEST_SKIP() << "needs a second device";
+  ASSERT_TRUE(module_->PointToPointOnNccl());
+  std::unique_ptr<ProcessSetOnDevice> other;
+  ASSERT_TRUE(module_->OpenProcessSet(1, &other).ok());
+  std::string id;
+  ASSERT_TRUE(module_->UniqueId(&id).ok());
+  Status joined;
+  std::thread peer([&] { joined = other->InitComm(0, id, 2, 1, Clock::now() + kLong, nullptr); });
+  Status made = set_->InitComm(1, id, 2, 0, Clock::now() + kLong, nullptr);
+  peer.join();
+  ASSERT_TRUE(made.ok()) << made.message();
+  ASSERT_TRUE(joined.ok()) << joined.message();
+  const size_t bytes = 4096;
+  std::vector<char> first(bytes), second(bytes);
+  for (size_t i = 0; i < bytes; ++i) {
+    first[i] = static_cast<char>(i * 7);
+    second[i] = static_cast<char>(i * 13 + 1);
+  }
+  void* sources[] = {ToDevice(first.data(), bytes), ToDevice(second.data(), bytes)};
+  void* targets[2] = {};
+  for (void*& target : targets) ASSERT_TRUE(other->AllocateResult(bytes, &target).ok());
+  set_->Bound(Clock::now() + kLong, nullptr);
+  other->Bound(Clock::now() + kLong, nullptr);
+  // Each side from a thread of its own, as each rank calls: NCCL may connect a pair while it
+  // queues the pair's first call, which needs both sides there.
+  Status received;
+  std::thread receiver([&] {
+    for (int k = 0; k < 2 && received.ok(); ++k) received = other->Recv(0, targets[k], bytes, 0);
+  });
+  Status sent;
+  for (int k = 0; k < 2 && sent.ok(); ++k) sent = set_->Send(1, sources[k], bytes, 1);
+  receiver.join();
+  ASSERT_TRUE(sent.ok()) << sent.message();
+  ASSERT_TRUE(received.ok()) << received.message();
+  Sync();
+  Sync(other.get());
+  std::vector<char> got(bytes);
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_TRUE(other->CopyBytes(got.data(), targets[k], bytes).ok());
+    Sync(other.get());
+    EXPECT_EQ(got, k == 0 ? first : second) << "message " << k;
+    module_->Free(1, targets[k]);
+  }
 }
 
 }  // namespace

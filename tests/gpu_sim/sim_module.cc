@@ -9,7 +9,8 @@
 //
 // Environment: TUTTI_SIM_GPUS, the number of devices (default 2). Device i's UUID is
 // "tutti-sim-gpu-<i>" padded to 16 bytes, so two ranks on one host and index share a GPU.
-// TUTTI_SIM_SEED and TUTTI_SIM_MAX_DELAY_US: see sim_streams.h.
+// TUTTI_SIM_SEED and TUTTI_SIM_MAX_DELAY_US: see sim_streams.h. TUTTI_SIM_NCCL_P2P=0: a module
+// without NCCL point-to-point (device send and recv stay staged).
 //
 // Test hooks, exported beside tutti_gpu_module_open (tests/gpu_sim/sim_hooks.h declares them):
 // user streams (what torch.cuda.Stream is to the real module), pausing the executor, the seed.
@@ -123,6 +124,12 @@ class SimProcessSetOnDevice final : public ProcessSetOnDevice {
                   const Chunks& recv_chunks) override {
     return OnComm(key, [=](sim::Comm& comm) { comm.AllToAll(send, send_chunks, receive, recv_chunks); });
   }
+  Status Send(int32_t key, const void* buffer, size_t bytes, int32_t peer) override {
+    return OnComm(key, [=](sim::Comm& comm) { (void)comm.Send(buffer, bytes, peer); });
+  }
+  Status Recv(int32_t key, void* buffer, size_t bytes, int32_t peer) override {
+    return OnComm(key, [=](sim::Comm& comm) { (void)comm.Recv(buffer, bytes, peer); });
+  }
   Status Record(std::shared_ptr<Event>* done) override {
     *done = Engine::Get().Record(stream_);
     return Status::Ok();
@@ -188,6 +195,11 @@ class SimModule final : public Module {
            std::to_string(Engine::Get().seed());
   }
   int32_t NcclVersion() override { return 0; }  // the simulator runs without NCCL
+  // Simulated point-to-point, unless a test asks for a module without it (TUTTI_SIM_NCCL_P2P=0).
+  bool PointToPointOnNccl() override {
+    const char* p2p = std::getenv("TUTTI_SIM_NCCL_P2P");
+    return p2p == nullptr || std::strcmp(p2p, "0") != 0;
+  }
   Status CheckDevice(int32_t index) override { return errors::CheckIndex(index, Devices()); }
   Status DeviceUuid(int32_t index, std::string* uuid) override {
     char text[17] = {};

@@ -317,4 +317,40 @@ Status Comm::AllToAll(const void* send, const Chunks& send_chunks, void* receive
   return sizes;
 }
 
+Status Comm::Pair(int32_t peer) const {
+  if (nranks_ == 2 && peer == 1 - rank_) return Status::Ok();
+  return Status(Code::kInternal, "gpu sim: point-to-point with rank " + std::to_string(peer) +
+                                     " on a communicator of " + std::to_string(nranks_) +
+                                     " ranks; the simulator pairs the two ranks of a communicator");
+}
+
+// The sender publishes its bytes behind a one-chunk table; the receiver publishes nothing. Either
+// finding the other side doing the same fails the communicator, as mismatched NCCL calls would
+// never complete.
+Status Comm::Send(const void* data, size_t bytes, int32_t peer) {
+  TUTTI_RETURN_IF_ERROR(Pair(peer));
+  Status paired;
+  TUTTI_RETURN_IF_ERROR(Exchange({{0}, {bytes}}, data, bytes, [&](int32_t from, const Chunks& theirs, const char*) {
+    if (from == peer && !theirs.size.empty())
+      paired = Status(Code::kInternal, "gpu sim: both ranks of a pair sent at once");
+  }));
+  return paired.ok() ? paired : Fail(paired);
+}
+
+Status Comm::Recv(void* buffer, size_t bytes, int32_t peer) {
+  TUTTI_RETURN_IF_ERROR(Pair(peer));
+  Status paired;
+  TUTTI_RETURN_IF_ERROR(Exchange({}, nullptr, 0, [&](int32_t from, const Chunks& theirs, const char* data) {
+    if (from != peer) return;
+    if (theirs.size.size() != 1 || theirs.size[0] != bytes) {
+      paired = Status(Code::kInternal, "gpu sim: recv of " + std::to_string(bytes) +
+                                           " bytes met " + (theirs.size.empty() ? std::string("a recv")
+                                           : "a send of " + std::to_string(theirs.size[0]) + " bytes"));
+      return;
+    }
+    if (bytes) std::memcpy(buffer, data, bytes);
+  }));
+  return paired.ok() ? paired : Fail(paired);
+}
+
 }  // namespace tutti::gpu::sim

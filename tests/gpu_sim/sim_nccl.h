@@ -4,7 +4,8 @@
 // until every rank made its matching call, the communicator was aborted, or its deadline passed,
 // as a NCCL kernel blocks its stream. This lets the NCCL path of tutti (communicators per set and
 // device group, fusion, the copies in and out, uneven chunks, aborts on a lost peer) run with
-// several ranks on a machine without a GPU.
+// several ranks on a machine without a GPU, and its point-to-point path (a communicator per pair of
+// ranks' devices) between ranks on different simulated GPUs.
 //
 // Shared memory: "/tutti-simnccl-<id fingerprint>" holds the rendezvous (a process-shared mutex,
 // condition and barrier), unlinked once every rank joined; each collective's contributions are
@@ -36,6 +37,10 @@ class Comm {
   Status Allgather(void* buffer, const Chunks& chunks);
   Status ReduceScatter(void* buffer, const Chunks& chunks, int32_t self, DType dtype, ReduceOp op);
   Status AllToAll(const void* send, const Chunks& send_chunks, void* receive, const Chunks& recv_chunks);
+  // Point-to-point on a communicator of two ranks: a Send pairs with the peer's Recv made in the
+  // same turn (the communicator's calls pair up in order, as ncclSend and ncclRecv do).
+  Status Send(const void* data, size_t bytes, int32_t peer);
+  Status Recv(void* buffer, size_t bytes, int32_t peer);
 
   // Makes the collective in progress, and every later one, fail at once (ncclCommAbort).
   void Abort();
@@ -51,6 +56,8 @@ class Comm {
   using Reader = std::function<void(int32_t from, const Chunks& table, const char* data)>;
   Status Exchange(const Chunks& table, const void* data, size_t bytes, const Reader& read);
   Status Barrier();
+  // ok if `peer` is the other rank of a communicator of two.
+  Status Pair(int32_t peer) const;
   Status Fail(Status status);
 
   const std::string name_;
