@@ -31,9 +31,9 @@ import types
 
 import numpy as np
 
-import tutti as _tutti
-from . import _capi, _dlpack
+from . import _capi, _dlpack, _runtime
 from ._core import Buffer, DeviceHooks
+from ._dtypes import Sum, dtype_code, new_array
 from .errors import InvalidArgumentError, UnsupportedError
 
 
@@ -64,28 +64,6 @@ class ArrayHooks(DeviceHooks):
         """A new framework array holding a copy of device array `value`, made on the stream, and
         its address."""
         raise NotImplementedError
-
-
-def _bfloat16():
-    """NumPy's bfloat16 type (ml_dtypes, which jax and TensorFlow install); None without it."""
-    try:
-        import ml_dtypes
-    except ImportError:
-        return None
-    return np.dtype(ml_dtypes.bfloat16)
-
-
-def dtype_code(array, what="array"):
-    """The tutti dtype of a NumPy array; InvalidArgumentError (the NumPy API's message, with
-    bfloat16 among the choices) for another."""
-    code = _tutti._NUMPY_TO_TUTTI.get(array.dtype)
-    if code is None and array.dtype.name == "bfloat16":
-        code = _capi.DTYPE_BFLOAT16
-    if code is None:
-        names = [str(d) for d in _tutti._NUMPY_TO_TUTTI] + ["bfloat16"]
-        raise InvalidArgumentError(f"{what} has dtype {array.dtype}, which tutti does not reduce; "
-                                   f"use one of {', '.join(names)}")
-    return code
 
 
 def _device_memory(value):
@@ -162,18 +140,6 @@ def _device_output(source, value=None):
                   hooks.stream(index), hooks), array
 
 
-def new_array(dtype, shape):
-    """An empty NumPy array of a tutti dtype, and its address (for results the library owns)."""
-    if dtype == _capi.DTYPE_BFLOAT16:
-        numpy_dtype = _bfloat16()
-        if numpy_dtype is None:
-            raise InvalidArgumentError("a bfloat16 result needs ml_dtypes (pip install ml_dtypes)")
-    else:
-        numpy_dtype = _tutti._TUTTI_TO_NUMPY[dtype]
-    array = np.empty(shape, numpy_dtype)
-    return array, array.ctypes.data
-
-
 def _output_like(source, what):
     """(Buffer, array) for an output shaped as `source`, on its device."""
     if source.device_type == _capi.DEVICE_CUDA:
@@ -183,7 +149,7 @@ def _output_like(source, what):
 
 
 # ---- collectives on host arrays: each returns new NumPy arrays once its request completed -------
-def grouped_allreduce(values, op=_tutti.Sum, name=None, set_id=_tutti.WORLD, prescale_factor=1.0,
+def grouped_allreduce(values, op=Sum, name=None, set_id=_capi.WORLD, prescale_factor=1.0,
                       postscale_factor=1.0, hooks=None):
     """Reduces every array of `values` across the set in one request (fused as one step)."""
     sources = [buffer_of(v, f"tensors[{i}]", hooks) for i, v in enumerate(values)]
@@ -191,20 +157,20 @@ def grouped_allreduce(values, op=_tutti.Sum, name=None, set_id=_tutti.WORLD, pre
         return []
     targets, outs = zip(*[_output_like(s, f"outputs[{i}]") for i, s in enumerate(sources)])
     outs = list(outs)
-    return _tutti._rt().grouped_allreduce(sources, list(targets), name, set_id, op,
+    return _runtime.get().grouped_allreduce(sources, list(targets), name, set_id, op,
                                           prescale_factor, postscale_factor, 0,
                                           finish=lambda request: outs).wait()
 
 
-def allreduce(value, op=_tutti.Sum, name=None, set_id=_tutti.WORLD, prescale_factor=1.0,
+def allreduce(value, op=Sum, name=None, set_id=_capi.WORLD, prescale_factor=1.0,
               postscale_factor=1.0, hooks=None):
     source = buffer_of(value, "array", hooks)
     target, out = _output_like(source, "output")
-    return _tutti._rt().allreduce(source, target, name, set_id, op, prescale_factor,
+    return _runtime.get().allreduce(source, target, name, set_id, op, prescale_factor,
                                   postscale_factor, 0, finish=lambda request: out).wait()
 
 
-def grouped_broadcast(values, root, name=None, set_id=_tutti.WORLD, hooks=None):
+def grouped_broadcast(values, root, name=None, set_id=_capi.WORLD, hooks=None):
     """Copies of `values` as the set's global rank `root` has them: one request per array, all
     submitted before the first wait, so that they travel together."""
     copies = []
@@ -215,7 +181,7 @@ def grouped_broadcast(values, root, name=None, set_id=_tutti.WORLD, hooks=None):
         else:
             copy = np.array(host_array(value, f"tensors[{i}]"), order="C")
             copies.append((buffer_of(copy, f"tensors[{i}]"), copy))
-    runtime = _tutti._rt()
+    runtime = _runtime.get()
     handles = [runtime.broadcast(target, root, None if name is None else f"{name}.{i}", set_id)
                for i, (target, _) in enumerate(copies)]
     for handle in handles:
@@ -223,51 +189,52 @@ def grouped_broadcast(values, root, name=None, set_id=_tutti.WORLD, hooks=None):
     return [copy for _, copy in copies]
 
 
-def broadcast(value, root, name=None, set_id=_tutti.WORLD, hooks=None):
+def broadcast(value, root, name=None, set_id=_capi.WORLD, hooks=None):
     return grouped_broadcast([value], root, name, set_id, hooks)[0]
 
 
-def allgather(value, name=None, set_id=_tutti.WORLD, hooks=None):
+def allgather(value, name=None, set_id=_capi.WORLD, hooks=None):
     """Every member's array concatenated along the first dimension, in set order."""
-    return _tutti._rt().allgather(buffer_of(value, "array", hooks), new_array, name, set_id).wait()
+    return _runtime.get().allgather(buffer_of(value, "array", hooks), new_array, name,
+                                    set_id).wait()
 
 
-def grouped_allgather(values, name=None, set_id=_tutti.WORLD, hooks=None):
+def grouped_allgather(values, name=None, set_id=_capi.WORLD, hooks=None):
     """allgather of every array of `values` in one grouped request (negotiated as one unit)."""
     buffers = [buffer_of(v, f"tensors[{i}]", hooks) for i, v in enumerate(values)]
     if not buffers:
         return []
-    return _tutti._rt().grouped_allgather(buffers, new_array, name, set_id).wait()
+    return _runtime.get().grouped_allgather(buffers, new_array, name, set_id).wait()
 
 
-def grouped_reducescatter(values, op=_tutti.Sum, name=None, set_id=_tutti.WORLD,
+def grouped_reducescatter(values, op=Sum, name=None, set_id=_capi.WORLD,
                           prescale_factor=1.0, postscale_factor=1.0, hooks=None):
     """reducescatter of every array of `values`. The C ABI has no grouped reducescatter: one
     request per array (named `name.i`, or unnamed in list order), all submitted from this thread
     before the first wait, so that every rank submits them in the same order and they travel
     together; each completes on its own."""
     buffers = [buffer_of(v, f"tensors[{i}]", hooks) for i, v in enumerate(values)]
-    runtime = _tutti._rt()
+    runtime = _runtime.get()
     handles = [runtime.reducescatter(b, new_array, None if name is None else f"{name}.{i}",
                                      set_id, op, prescale_factor, postscale_factor)
                for i, b in enumerate(buffers)]
     return [handle.wait() for handle in handles]
 
 
-def reducescatter(value, op=_tutti.Sum, name=None, set_id=_tutti.WORLD, prescale_factor=1.0,
+def reducescatter(value, op=Sum, name=None, set_id=_capi.WORLD, prescale_factor=1.0,
                   postscale_factor=1.0, hooks=None):
     """This member's rows of the reduction (the first members get one more when they do not
     divide evenly)."""
-    return _tutti._rt().reducescatter(buffer_of(value, "array", hooks), new_array, name, set_id,
+    return _runtime.get().reducescatter(buffer_of(value, "array", hooks), new_array, name, set_id,
                                       op, prescale_factor, postscale_factor).wait()
 
 
-def alltoall(value, splits=None, name=None, set_id=_tutti.WORLD, hooks=None):
+def alltoall(value, splits=None, name=None, set_id=_capi.WORLD, hooks=None):
     """(received rows concatenated in set order, rows received from each member as a host
     list)."""
     if splits is not None:
         splits = [int(s) for s in host_array(splits, "splits").reshape(-1)]
-    return _tutti._rt().alltoall(buffer_of(value, "array", hooks), new_array, splits, name,
+    return _runtime.get().alltoall(buffer_of(value, "array", hooks), new_array, splits, name,
                                  set_id).wait()
 
 
@@ -280,6 +247,6 @@ def with_hooks(hooks):
                      "alltoall")})
 
 
-def barrier(set_id=_tutti.WORLD):
-    _tutti._rt().barrier(set_id).wait()
+def barrier(set_id=_capi.WORLD):
+    _runtime.get().barrier(set_id).wait()
 

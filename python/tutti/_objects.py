@@ -8,8 +8,7 @@ import pickle
 
 import numpy as np
 
-import tutti as _tutti
-from . import _arrays
+from . import _arrays, _world
 from ._process_sets import global_process_set, set_id
 
 
@@ -21,7 +20,7 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
     """`obj` as global rank `root_rank` has it, on every member of the set."""
     name = name or "broadcast_object"
     the_set = set_id(process_set)
-    root = _tutti.rank() == root_rank
+    root = _world.rank() == root_rank
     payload = _to_bytes(obj) if root else np.empty(0, np.uint8)
     length = _arrays.broadcast(np.array([payload.size], np.int64), root_rank, f"{name}.length",
                                the_set)

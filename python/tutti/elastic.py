@@ -13,7 +13,7 @@ import functools
 import os
 import queue
 
-import tutti as _tutti
+from tutti import _world
 from tutti.errors import HorovodInternalError
 
 
@@ -88,7 +88,7 @@ class State:
             if timestamp > last:
                 last = timestamp
                 update |= result
-        waiting = _tutti.ranks_waiting() > 0
+        waiting = _world.ranks_waiting() > 0
         prev, self._last_updated_timestamp, update, waiting = self._bcast_object(
             (prev, last, update, waiting))
         if waiting:
@@ -141,7 +141,7 @@ def run_fn(func, reset):
     def wrapper(state, *args, **kwargs):
         skip_sync = False
         while True:
-            epoch = _tutti.membership_epoch()
+            epoch = _world.membership_epoch()
             try:
                 if not skip_sync:
                     state.sync()
@@ -156,7 +156,7 @@ def run_fn(func, reset):
                 if e.ranks_waiting:
                     # This commit is the boundary: the waiting ranks are admitted once every
                     # rank of the job reached one (they sync with the others below).
-                    reset(_tutti.membership_epoch())
+                    reset(_world.membership_epoch())
             state.on_reset()
 
     return wrapper
@@ -167,4 +167,4 @@ def wait_for_next_epoch(epoch):
     `epoch`, which also acknowledges the re-formation (the sets it changed take requests again).
     A failure that was no membership change, such as a stall, times out here with TimeoutError
     instead of looping."""
-    _tutti.await_membership_epoch(epoch, _elastic_timeout_ms())
+    _world.await_membership_epoch(epoch, _elastic_timeout_ms())

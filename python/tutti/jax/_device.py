@@ -17,7 +17,7 @@ the first process takes most of the GPU's memory.
 import jax
 import jax.numpy as jnp
 
-from tutti import _arrays, _dlpack
+from tutti import _arrays, _dlpack, _dtypes
 from tutti.errors import UnsupportedError
 
 # DLPack's number for CUDA's legacy default stream (0 is not allowed there).
@@ -25,7 +25,7 @@ _LEGACY_STREAM = 1
 
 
 def _dtype(code):
-    return _arrays.new_array(code, (0,))[0].dtype
+    return _dtypes.numpy_dtype(code)
 
 
 class JaxHooks(_arrays.ArrayHooks):

@@ -15,10 +15,11 @@ Where they run:
   and back for it (XLA copies them for the callback): inside jit tutti.jax stages through host
   memory; an XLA FFI custom call that keeps them on the device is not there yet.
   `ordered=True` keeps this process's callbacks in program order and stops XLA from dropping or
-  duplicating them, which `pure_callback` allows. Each one is a round trip through host memory and blocks its computation
-  until the collective completed. The result's shape must be known when tracing: allgather inside
-  jit needs the same first dimension on every member, alltoall takes no `splits`, and each is
-  checked when the callback runs (a mismatch raises there, on every member).
+  duplicating them, which `pure_callback` allows. Each one is a round trip through host memory
+  and blocks its computation until the collective completed. The result's shape must be known
+  when tracing: allgather inside jit needs the same first dimension on every member, alltoall
+  takes no `splits`, and each is checked when the callback runs (a mismatch raises there, on
+  every member).
 
 allreduce and grouped_allreduce are differentiable (jax.custom_vjp): the cotangent of an
 allreduce with op Sum or Average is the allreduce of the cotangent with the same op and factors
@@ -33,16 +34,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 
-import tutti as _tutti
-from tutti import _arrays
+from tutti import _arrays, _dtypes, _world
 from tutti._process_sets import global_process_set, members, set_id
 from tutti.errors import (InvalidArgumentError, MismatchError, NotAMemberError,
                           UnsupportedError)
 
 from ._device import HOOKS
 
-Sum, Average, Min, Max, Product = (_tutti.Sum, _tutti.Average, _tutti.Min, _tutti.Max,
-                                   _tutti.Product)
+Sum, Average, Min, Max, Product = (_dtypes.Sum, _dtypes.Average, _dtypes.Min, _dtypes.Max,
+                                   _dtypes.Product)
 _OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
 
 
@@ -62,8 +62,8 @@ def _run(host_function, leaves, result_shapes, the_set):
     set this rank is not a member of raises NotAMemberError (the library's message) while
     tracing: inside the callback it would surface only as JAX's runtime error."""
     if _traced(leaves):
-        if _tutti.rank() not in members(the_set):
-            raise NotAMemberError(f"rank {_tutti.rank()} is not a member of process set "
+        if _world.rank() not in members(the_set):
+            raise NotAMemberError(f"rank {_world.rank()} is not a member of process set "
                                   f"{the_set}")
         def callback(*arrays):
             results = host_function(*arrays)
@@ -202,8 +202,8 @@ def reducescatter(tensor, op=Average, name=None, process_set=global_process_set,
     the_set = set_id(process_set)
     ranks = members(the_set)
     shape = tuple(tensor.shape)  # a non-member's: its request is refused
-    if _tutti.rank() in ranks:
-        count, position = len(ranks), ranks.index(_tutti.rank())
+    if _world.rank() in ranks:
+        count, position = len(ranks), ranks.index(_world.rank())
         rows = tensor.shape[0] // count + (1 if position < tensor.shape[0] % count else 0)
         shape = (rows,) + shape[1:]
     return _run(lambda array: [_arrays.reducescatter(array, op, name, the_set,

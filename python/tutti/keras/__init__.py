@@ -17,7 +17,7 @@ except ImportError as error:
     raise ImportError("tutti.keras needs Keras 3: pip install tutti[keras] (or pip install "
                       "keras)") from error
 
-import tutti as _tutti
+from tutti import _world
 from tutti._process_sets import (ProcessSet, add_process_set, autotune,  # noqa: F401
                                  global_process_set, init, remove_process_set, shutdown)
 from tutti.errors import (HorovodInternalError, InvalidArgumentError,  # noqa: F401
@@ -26,7 +26,7 @@ from tutti.errors import (HorovodInternalError, InvalidArgumentError,  # noqa: F
 from . import callbacks  # noqa: F401
 from .optimizer import Average, Compression, DistributedOptimizer, Sum  # noqa: F401
 
-is_initialized = _tutti.is_initialized
-rank, size = _tutti.rank, _tutti.size
-local_rank, local_size = _tutti.local_rank, _tutti.local_size
-cross_rank, cross_size = _tutti.cross_rank, _tutti.cross_size
+is_initialized = _world.is_initialized
+rank, size = _world.rank, _world.size
+local_rank, local_size = _world.local_rank, _world.local_size
+cross_rank, cross_size = _world.cross_rank, _world.cross_size

@@ -9,8 +9,7 @@ import numpy as np
 
 import keras
 
-import tutti as _tutti
-from tutti import _arrays
+from tutti import _arrays, _dtypes, _world
 from tutti._process_sets import global_process_set, members, set_id
 from tutti.errors import InvalidArgumentError
 
@@ -65,7 +64,7 @@ class MetricAverageCallback(keras.callbacks.Callback):
         names = sorted(logs)
         values = [np.asarray(float(logs[n]), np.float64) for n in names]
         for n, value in zip(names, _arrays.grouped_allreduce(
-                values, _tutti.Average, None, set_id(self.process_set))):
+                values, _dtypes.Average, None, set_id(self.process_set))):
             logs[n] = float(value)
 
 
@@ -137,7 +136,7 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
     def on_epoch_end(self, epoch, logs=None):
         super().on_epoch_end(epoch, logs)
         if (epoch == self.end_epoch - 1 and self.verbose > 0
-                and _tutti.rank() == members(self.process_set)[0]):
+                and _world.rank() == members(self.process_set)[0]):
             rate = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
             print(f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to {rate:g}.")
 
@@ -154,6 +153,6 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
         self.process_set = process_set
 
     def _save_model(self, *args, **kwargs):
-        if _tutti.rank() == members(self.process_set)[0]:
+        if _world.rank() == members(self.process_set)[0]:
             return super()._save_model(*args, **kwargs)
         return None

@@ -8,11 +8,11 @@ io_callback. Each backend's binding is imported when the optimizer is made.
 """
 import keras
 
-import tutti as _tutti
+from tutti import _dtypes
 from tutti._process_sets import global_process_set, set_id
 from tutti.errors import InvalidArgumentError, UnsupportedError
 
-Sum, Average = _tutti.Sum, _tutti.Average
+Sum, Average = _dtypes.Sum, _dtypes.Average
 
 
 class _NoCompression:

@@ -17,7 +17,7 @@ except ImportError as error:
     raise ImportError("tutti.mxnet needs MXNet: pip install tutti[mxnet] (or pip install "
                       "mxnet==1.9.1 'numpy<1.24')") from error
 
-import tutti as _tutti
+from tutti import _world
 from tutti._process_sets import (ProcessSet, add_process_set, autotune,  # noqa: F401
                                  global_process_set, init, remove_process_set, shutdown)
 from tutti.errors import (HorovodInternalError, InvalidArgumentError, MismatchError,  # noqa: F401
@@ -30,7 +30,7 @@ from .ops import (Average, Max, Min, Product, Sum, allgather, allgather_object, 
 from .training import (DistributedOptimizer, DistributedTrainer,  # noqa: F401
                        broadcast_parameters)
 
-is_initialized = _tutti.is_initialized
-rank, size = _tutti.rank, _tutti.size
-local_rank, local_size = _tutti.local_rank, _tutti.local_size
-cross_rank, cross_size = _tutti.cross_rank, _tutti.cross_size
+is_initialized = _world.is_initialized
+rank, size = _world.rank, _world.size
+local_rank, local_size = _world.local_rank, _world.local_size
+cross_rank, cross_size = _world.cross_rank, _world.cross_size

@@ -12,7 +12,7 @@ and copied.
 """
 import mxnet as mx
 
-from tutti import _arrays, _dlpack
+from tutti import _arrays, _dlpack, _dtypes
 
 
 class NDArrayView:
@@ -55,7 +55,7 @@ class MXNetHooks(_arrays.ArrayHooks):
         return view, _dlpack.describe(view, None, "result").pointer
 
     def empty(self, dtype, shape, device_index):
-        numpy_dtype = _arrays.new_array(dtype, (0,))[0].dtype
+        numpy_dtype = _dtypes.numpy_dtype(dtype)
         return self._made(mx.nd.zeros(shape, ctx=self.context(device_index), dtype=numpy_dtype))
 
     def copy(self, value, device_index):
@@ -64,7 +64,7 @@ class MXNetHooks(_arrays.ArrayHooks):
     def copy_result(self, dtype, shape, pointer, device_index):
         if not pointer:  # an empty result has no memory to import (nor does mx.nd.zeros
             # make one of a 0 dimension)
-            host = _arrays.new_array(dtype, shape)[0]
+            host = _dtypes.new_array(dtype, shape)[0]
             return NDArrayView(mx.nd.array(host, ctx=self.context(device_index), dtype=host.dtype))
         view = _dlpack.View(pointer, dtype, shape, (self.dlpack_type, device_index))
         copy = mx.nd.from_dlpack(view.__dlpack__()).copy()

@@ -18,15 +18,14 @@ import warnings
 import mxnet as mx
 import numpy as np
 
-import tutti as _tutti
-from tutti import _arrays, _objects
+from tutti import _arrays, _dtypes, _objects
 from tutti._process_sets import global_process_set, set_id
 from tutti.errors import InvalidArgumentError, UnsupportedError
 
 from ._device import HOOKS, NDArrayView
 
-Sum, Average, Min, Max, Product = (_tutti.Sum, _tutti.Average, _tutti.Min, _tutti.Max,
-                                   _tutti.Product)
+Sum, Average, Min, Max, Product = (_dtypes.Sum, _dtypes.Average, _dtypes.Min, _dtypes.Max,
+                                   _dtypes.Product)
 _OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
 _core = _arrays.with_hooks(HOOKS)  # the core's collectives, GPU NDArrays through HOOKS
 

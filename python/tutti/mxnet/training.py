@@ -14,7 +14,7 @@ import warnings
 import mxnet as mx
 from mxnet.gluon.parameter import DeferredInitializationError, Parameter, ParameterDict
 
-import tutti as _tutti
+from tutti import _world
 from tutti._process_sets import global_process_set, members, set_id
 from tutti.errors import InvalidArgumentError, UnsupportedError
 
@@ -26,7 +26,7 @@ def _reduces_in(process_set):
     """Whether gradients are reduced in `process_set`: it is registered (else the set's error),
     has more than one member and includes this rank."""
     ranks = members(process_set)
-    return len(ranks) > 1 and _tutti.rank() in ranks
+    return len(ranks) > 1 and _world.rank() in ranks
 
 
 def _average_gradients(grads, predivide, name, process_set):

@@ -14,13 +14,13 @@ host for them.
 """
 import tensorflow as tf
 
-from tutti import _arrays, _capi, _dlpack
+from tutti import _arrays, _capi, _dlpack, _dtypes
 
 
 def _tf_dtype(code):
     if code == _capi.DTYPE_BFLOAT16:
         return tf.bfloat16
-    return tf.as_dtype(_arrays.new_array(code, (0,))[0].dtype)
+    return tf.as_dtype(_dtypes.numpy_dtype(code))
 
 
 def _ready():

@@ -32,8 +32,7 @@ import tensorflow as tf
 from tensorflow.python.framework import ops as _tf_ops
 from tensorflow.python.ops import control_flow_util as _control_flow_util
 
-import tutti as _tutti
-from tutti import _arrays, _dlpack
+from tutti import _arrays, _dlpack, _dtypes, _numpy_api, _world
 from tutti._process_sets import global_process_set, members, set_id
 from tutti.errors import InvalidArgumentError, NotAMemberError, UnsupportedError
 
@@ -42,8 +41,8 @@ from .compression import Compression
 
 _core = _arrays.with_hooks(HOOKS)  # the core's collectives, GPU tensors through HOOKS
 
-Sum, Average, Min, Max, Product = (_tutti.Sum, _tutti.Average, _tutti.Min, _tutti.Max,
-                                   _tutti.Product)
+Sum, Average, Min, Max, Product = (_dtypes.Sum, _dtypes.Average, _dtypes.Min, _dtypes.Max,
+                                   _dtypes.Product)
 _OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
 
 
@@ -90,8 +89,8 @@ def _run(host_function, tensors, out_dtypes, out_shapes, the_set):
     if tf.executing_eagerly():
         return [tf.convert_to_tensor(r) for r in host_function(*[_eager(t) for t in tensors])]
     _refuse_xla()
-    if _tutti.rank() not in members(the_set):
-        raise NotAMemberError(f"rank {_tutti.rank()} is not a member of process set {the_set}")
+    if _world.rank() not in members(the_set):
+        raise NotAMemberError(f"rank {_world.rank()} is not a member of process set {the_set}")
 
     def body(*inputs):
         # Inside the py_function the inputs are EagerTensors on the CPU (the op is placed there).
@@ -212,7 +211,7 @@ def grouped_allreduce(tensors, op=Average, name=None, process_set=global_process
 def _rows_before_and_mine(array, name, the_set):
     """(rows of the members before this one, this member's rows), from an allgather of counts."""
     counts = _core.allgather(np.array([array.shape[0]], np.int64), name, the_set)
-    position = members(the_set).index(_tutti.rank())
+    position = members(the_set).index(_world.rank())
     return int(counts[:position].sum()), int(counts[position])
 
 
@@ -277,7 +276,7 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
                 rows = np.array([a.shape[0] for a in arrays[:count]], np.int64)
                 every = _core.allgather(rows, _sub_name(name, "grad.rows"),
                                           the_set).reshape(-1, count)
-                position = members(the_set).index(_tutti.rank())
+                position = members(the_set).index(_world.rank())
                 totals = _core.grouped_allreduce(arrays[count:], Sum, _sub_name(name, "grad"),
                                                    the_set)
                 before = every[:position].sum(0)
@@ -302,7 +301,7 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
         def gradient(cotangent):
             def host(array):
                 total = _core.allreduce(array, Sum, _sub_name(name, "grad"), the_set)
-                return [total if _tutti.rank() == root_rank else _zeros_like(total)]
+                return [total if _world.rank() == root_rank else _zeros_like(total)]
             return _run(host, [cotangent], [value.dtype], [value.shape], the_set)[0]
         return output, gradient
     return send(tensor)
@@ -427,4 +426,4 @@ def join(process_set=global_process_set):
     """This rank has no more data: it stands in for the set's collectives until every member
     joined; returns the global rank that joined last (eagerly only)."""
     _eager_only("join")
-    return _tutti.join(set_id(process_set))
+    return _numpy_api.join(set_id(process_set))

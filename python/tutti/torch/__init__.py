@@ -6,19 +6,20 @@ passed by pointer without copies and kept alive by their request until it comple
 tensor is produced by the current stream at submission, and synchronize() makes the current
 stream (not the host) wait for the transfer (docs/python.md).
 
-The module's parts: process_sets (ProcessSet and its registry), tensors (dtypes, buffers), ops
-(asynchronous collectives and handles), functions (the synchronous, differentiable ones),
+The module's parts: tensors (dtypes, buffers), ops (asynchronous collectives and handles), functions (the synchronous, differentiable ones),
 adasum, state (objects, parameters, optimizer state), optimizer (DistributedOptimizer) and
-sync_batch_norm.
+sync_batch_norm. ProcessSet, its registry, init and shutdown are the core's
+(tutti/_process_sets.py), shared with every binding.
 """
 import os
 
-import tutti as _tutti
-from tutti import _horovod_env
+from tutti import _horovod_env, _process_sets, _runtime, _world  # noqa: F401 - hvd._horovod_env
+from tutti import errors as _errors
+from tutti._process_sets import (ProcessSet, add_process_set, autotune,  # noqa: F401
+                                 global_process_set, remove_process_set)
 from tutti.errors import (HorovodInternalError, InvalidArgumentError,  # noqa: F401 - exported
                           UnsupportedError)
 
-from . import process_sets as _process_sets
 from .compression import Compression  # noqa: F401
 from .functions import (allgather, allreduce, alltoall, broadcast, grouped_allgather,  # noqa: F401
                         grouped_allreduce, grouped_reducescatter, reducescatter)
@@ -28,72 +29,18 @@ from .ops import (Adasum, Average, Max, Min, Product, Sum, allgather_async,  # n
                   grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_,
                   grouped_reducescatter_async, join, poll, recv, reducescatter_async, send,
                   sparse_allreduce_async, synchronize)
-from .process_sets import (ProcessSet, add_process_set, autotune,  # noqa: F401
-                           global_process_set, remove_process_set)
 from .state import (allgather_object, broadcast_object, broadcast_optimizer_state,  # noqa: F401
                     broadcast_parameters)
 
 
-# ---- lifetime -----------------------------------------------------------------------------------
-def init(comm=None, process_sets=None, **options):
-    """Joins the job. `process_sets`: ProcessSet objects registered on every rank at once (ids
-    1, 2, ... in order), or "dynamic" / None to add them later (tutti's sets are always
-    dynamic). `comm`: an mpi4py communicator, for MPI mode (libtutti_mpi.so,
-    docs/launchers.md): ranks, size and the coordinator come from it; ProcessSets of mpi4py
-    communicators imply MPI.COMM_WORLD. A second init() while initialized does nothing; after
-    shutdown() it joins again. Other keyword options go to tutti.init (coordinator, job,
-    timeout_ms, transport, ...)."""
-    from tutti import _mpi
-    if comm is not None and not _mpi.is_comm(comm):
-        raise UnsupportedError("init(comm=...) takes an mpi4py communicator (MPI mode); a list "
-                               "of ranks as the world is not supported")
-    if _tutti.is_initialized():
-        return
-    static = [] if process_sets in (None, "dynamic") else list(process_sets)
-    if any(not isinstance(s, ProcessSet) for s in static):
-        raise ValueError("process_sets must be a list of ProcessSet objects or 'dynamic'")
-    from_comms = [s for s in static if s.mpi_comm is not None]
-    static = [s for s in static if s.mpi_comm is None]
-    if from_comms and comm is None:
-        comm = _mpi._mpi().COMM_WORLD
-    _horovod_env.read()
-    # Repeated rank lists: Horovod gives the first object the id and invalidates the others; a
-    # list equal to the world is the global set's, so its object is invalidated too.
-    world = list(range(comm.Get_size())) if comm is not None else _world_ranks(options.get("size"))
-    distinct = []
-    for s in static:
-        if s.ranks not in distinct and s.ranks != world:
-            distinct.append(s.ranks)
-    _tutti.init(static_sets=distinct, comm=comm, **options)
-    _process_sets.register_static(
-        static, [distinct.index(s.ranks) + 1 if s.ranks in distinct else 0 for s in static])
-    for s in from_comms:  # in the order given, collectively: every process passes its own
-        _process_sets.add_process_set(s)
+# ---- lifetime: the core's (tutti/_process_sets.py), shared with every binding ------------------
+init, shutdown = _process_sets.init, _process_sets.shutdown
 
 
-def _world_ranks(size):
-    """The world's ranks before init, from the size the library will read (options, then the
-    launchers' variables in the library's order: client/runtime_options.cc); None if unknown."""
-    if size is None:
-        for name in ("TUTTI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "WORLD_SIZE"):
-            if os.environ.get(name, "").isdigit():
-                size = int(os.environ[name])
-                break
-    return None if size is None else list(range(size))
-
-
-def shutdown():
-    """Leaves the job: pending requests fail, registered ProcessSets are invalidated."""
-    from .ops import clear_handles
-    clear_handles()
-    _process_sets.invalidate_all()
-    _tutti.shutdown()
-
-
-is_initialized = _tutti.is_initialized
-rank, size = _tutti.rank, _tutti.size
-local_rank, local_size = _tutti.local_rank, _tutti.local_size
-cross_rank, cross_size = _tutti.cross_rank, _tutti.cross_size
+is_initialized = _world.is_initialized
+rank, size = _world.rank, _world.size
+local_rank, local_size = _world.local_rank, _world.local_size
+cross_rank, cross_size = _world.cross_rank, _world.cross_size
 
 
 def is_homogeneous():
@@ -109,17 +56,17 @@ def is_homogeneous():
 def nccl_built():
     """The NCCL version code (e.g. 22809) of tutti's GPU module; 0 when it cannot be loaded."""
     try:
-        return _tutti.nccl_version()
-    except _tutti.DeviceUnavailableError:
+        return _world.nccl_version()
+    except _errors.DeviceUnavailableError:
         return 0
 
 
 def cuda_built():
     """True when tutti's GPU module is installed and loads."""
     try:
-        _tutti.nccl_version()
+        _world.nccl_version()
         return True
-    except _tutti.DeviceUnavailableError:
+    except _errors.DeviceUnavailableError:
         return False
 
 
@@ -136,7 +83,7 @@ def mpi_built():
 
 def mpi_enabled():
     """Whether this runtime was made from an MPI communicator (init(comm=...))."""
-    return _tutti.is_initialized() and _tutti._rt()._mpi is not None
+    return _world.is_initialized() and _runtime.get()._mpi is not None
 def gloo_built(): return False
 def gloo_enabled(): return False
 def ccl_built(): return False
@@ -149,11 +96,11 @@ def start_timeline(file_path, mark_cycles=False):
     if mark_cycles:
         raise UnsupportedError("start_timeline(mark_cycles=True) is not supported: tutti's "
                                "timeline has no cycle markers")
-    _tutti.start_timeline(file_path)
+    _world.start_timeline(file_path)
 
 
 def stop_timeline():
-    _tutti.stop_timeline()
+    _world.stop_timeline()
 
 
 from .optimizer import DistributedOptimizer  # noqa: E402,F401 - it uses the functions above
@@ -161,11 +108,10 @@ from .sync_batch_norm import SyncBatchNorm  # noqa: E402,F401
 from . import elastic  # noqa: E402,F401 - hvd.elastic.run, hvd.elastic.TorchState, ...
 
 # Calls on a set: some_set.allreduce(tensor) is allreduce(tensor, process_set=some_set).
-_SET_METHODS = {f.__name__: f for f in (
+_process_sets.set_calls.update({f.__name__: f for f in (
     allreduce, allreduce_, allreduce_async, allreduce_async_, grouped_allreduce,
     grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_, allgather,
     allgather_async, grouped_allgather, grouped_allgather_async, broadcast, broadcast_,
     broadcast_async, broadcast_async_, alltoall, alltoall_async, reducescatter,
     reducescatter_async, grouped_reducescatter, grouped_reducescatter_async, barrier, join,
-    broadcast_object, allgather_object, broadcast_parameters)}
-
+    broadcast_object, allgather_object, broadcast_parameters)})

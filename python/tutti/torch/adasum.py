@@ -29,10 +29,10 @@ import zlib
 
 import torch
 
-import tutti as _tutti
+from tutti import _runtime, _world
 from tutti.errors import InvalidArgumentError, UnsupportedError
 
-from .process_sets import set_id
+from tutti._process_sets import set_id
 from .tensors import buffer, contiguous
 
 _TAG_BASE = 1 << 30
@@ -80,7 +80,7 @@ def check(tensor, process_set):
     """The set's members, or the error Horovod gives for what Adasum cannot reduce."""
     if tensor.dtype not in _FLOATING:
         raise InvalidArgumentError(f"Adasum reduces floating tensors only, not {tensor.dtype}")
-    members = _tutti.process_set_ranks(set_id(process_set))
+    members = _world.process_set_ranks(set_id(process_set))
     n = len(members)
     if n & (n - 1):
         raise UnsupportedError(f"Running Adasum with non-power of 2 ranks is not supported yet "
@@ -96,7 +96,7 @@ class _Exchange:
     """Swaps tensors with peers of the set, one tag per step of one Adasum call."""
 
     def __init__(self, name, set_id):
-        self.rt, self.name, self.set_id, self.step = _tutti._rt(), name, set_id, 0
+        self.rt, self.name, self.set_id, self.step = _runtime.get(), name, set_id, 0
 
     def swap(self, peer, outgoing, incoming):
         if self.step >= 128:
@@ -114,7 +114,7 @@ def allreduce(source, output, name, prescale, postscale, process_set):
     if name is None:
         name = f"adasum.noname.{next(_unnamed)}"
     exchange = _Exchange(name, set_id(process_set))
-    position, n = members.index(_tutti.rank()), len(members)
+    position, n = members.index(_world.rank()), len(members)
     vector = contiguous(source.detach()).reshape(-1).to(torch.float64)
     if prescale != 1.0:
         vector = vector * prescale

@@ -11,11 +11,13 @@ input requires grad runs inside an autograd Function whose backward is Horovod's
 """
 import torch
 
+from tutti import _world
+from tutti._process_sets import global_process_set, members, position
+
 from .compression import Compression
 from .ops import (Average, Sum, allgather_async, allreduce_async, alltoall_async,
                   broadcast_async, grouped_allgather_async, grouped_allreduce_async,
                   grouped_reducescatter_async, reduce_op, reducescatter_async, synchronize)
-from .process_sets import global_process_set, members, position
 
 
 def _any_requires_grad(tensors):
@@ -150,9 +152,8 @@ class _Broadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        import tutti
         grad = allreduce(grad_output.contiguous(), op=Average, process_set=ctx.process_set)
-        if tutti.rank() != ctx.root_rank:
+        if _world.rank() != ctx.root_rank:
             grad = grad * 0
         return grad, None, None, None
 

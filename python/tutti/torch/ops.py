@@ -14,13 +14,12 @@ import warnings
 
 import torch
 
-import tutti as _tutti
-from tutti import _capi, _compression
+from tutti import _capi, _compression, _numpy_api, _runtime, _world
 from tutti.errors import DuplicateNameError, InvalidArgumentError, UnsupportedError
 from tutti.errors import TimeoutError as _TuttiTimeout
+from tutti._process_sets import global_process_set, set_id
 
 from . import adasum as _adasum
-from .process_sets import global_process_set, set_id
 from .tensors import buffer, contiguous, new_tensor
 
 # Horovod's op constants. Adasum is tutti.torch's own (over point-to-point, tutti/torch/adasum.py)
@@ -80,6 +79,9 @@ def clear_handles():
     with _names_lock:
         _names.clear()
         _name_of_handle.clear()
+
+
+_runtime.at_shutdown(clear_handles)  # a later runtime starts without them
 
 
 def forget_settled(set_ids, timeout_s=5.0):
@@ -205,7 +207,7 @@ def _allreduce(source, output, name, op, prescale, postscale, process_set, prior
     """One allreduce of `source` into `output`; returns the request."""
     if op == Adasum:
         return _adasum.allreduce(source, output, name, prescale, postscale, process_set)
-    return _tutti._rt().allreduce(buffer(source), buffer(output), name, set_id(process_set), op,
+    return _runtime.get().allreduce(buffer(source), buffer(output), name, set_id(process_set), op,
                                   prescale, postscale, priority,
                                   compression=_wire(compression, source))
 
@@ -252,7 +254,7 @@ def _grouped_allreduce(sources, outputs, name, op, prescale, postscale, process_
     # One setting for the whole group (tuttid compares it per tensor): compressed only when every
     # tensor can be.
     wire = _wire(compression, sources[0]) if all(_wire(compression, s) for s in sources) else None
-    return _tutti._rt().grouped_allreduce([buffer(s) for s in sources],
+    return _runtime.get().grouped_allreduce([buffer(s) for s in sources],
                                           [buffer(o) for o in outputs], name,
                                           set_id(process_set), op, prescale, postscale,
                                           compression=wire)
@@ -305,7 +307,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
     indices = allgather_async(tensor._indices().transpose(0, 1).contiguous(),
                               name=f"{name}.indices", process_set=process_set)
     values = allgather_async(tensor._values(), name=f"{name}.values", process_set=process_set)
-    size = len(_tutti.process_set_ranks(set_id(process_set)))
+    size = len(_world.process_set_ranks(set_id(process_set)))
 
     def wait():
         gathered_values = synchronize(values)
@@ -320,13 +322,13 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 # ---- allgather, broadcast, alltoall, reducescatter ----------------------------------------------
 @_named_request
 def allgather_async(tensor, name=None, process_set=global_process_set):
-    return _register(_tutti._rt().allgather(buffer(contiguous(tensor.detach())), new_tensor,
+    return _register(_runtime.get().allgather(buffer(contiguous(tensor.detach())), new_tensor,
                                             name, set_id(process_set)))
 
 
 @_named_request
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
-    return _register(_tutti._rt().grouped_allgather(
+    return _register(_runtime.get().grouped_allgather(
         [buffer(contiguous(t.detach())) for t in tensors], new_tensor, name,
         set_id(process_set)))
 
@@ -334,14 +336,14 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
 @_named_request
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     output = contiguous(tensor.detach()).clone()
-    request = _tutti._rt().broadcast(buffer(output), root_rank, name, set_id(process_set))
+    request = _runtime.get().broadcast(buffer(output), root_rank, name, set_id(process_set))
     return _register(request, lambda _: output)
 
 
 @_named_request
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     work = contiguous(tensor)
-    request = _tutti._rt().broadcast(buffer(work), root_rank, name, set_id(process_set))
+    request = _runtime.get().broadcast(buffer(work), root_rank, name, set_id(process_set))
     return _register(request, lambda _: tensor if work is tensor else tensor.copy_(work))
 
 
@@ -355,7 +357,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     if isinstance(splits, torch.Tensor):
         splits = splits.tolist()  # one copy from the device, not one per element
     split_list = None if splits is None else [int(s) for s in splits]
-    request = _tutti._rt().alltoall(buffer(contiguous(tensor.detach())), new_tensor, split_list,
+    request = _runtime.get().alltoall(buffer(contiguous(tensor.detach())), new_tensor, split_list,
                                     name, set_id(process_set))
 
     def finish(result):
@@ -379,7 +381,7 @@ def _reducescatter_op(op):
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
     op = _reducescatter_op(op)
-    return _register(_tutti._rt().reducescatter(buffer(contiguous(tensor.detach())), new_tensor,
+    return _register(_runtime.get().reducescatter(buffer(contiguous(tensor.detach())), new_tensor,
                                                 name, set_id(process_set), op, prescale_factor,
                                                 postscale_factor))
 
@@ -390,7 +392,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     """One reducescatter per tensor, submitted together (tutti fuses what fits); synchronize
     returns the list of results."""
     op = _reducescatter_op(op)
-    rt, sid = _tutti._rt(), set_id(process_set)
+    rt, sid = _runtime.get(), set_id(process_set)
     requests = [rt.reducescatter(buffer(contiguous(t.detach())), new_tensor,
                                  None if name is None else f"{name}.{i}", sid, op,
                                  prescale_factor, postscale_factor)
@@ -400,7 +402,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
 
 
 def barrier(process_set=global_process_set):
-    _tutti.barrier(set_id(process_set))
+    _numpy_api.barrier(set_id(process_set))
 
 
 def join(device=-1, process_set=global_process_set):
@@ -410,7 +412,7 @@ def join(device=-1, process_set=global_process_set):
     device id behaves the same (docs/python.md, porting table)."""
     if not isinstance(device, int) or isinstance(device, bool):
         raise InvalidArgumentError(f"device must be an int, not {type(device).__name__}")
-    return _tutti.join(set_id(process_set))
+    return _numpy_api.join(set_id(process_set))
 
 
 # ---- point to point (tutti's own, for pipelines) ------------------------------------------------
@@ -419,14 +421,14 @@ def join(device=-1, process_set=global_process_set):
 def send(tensor, dst, tag=0, process_set=global_process_set):
     """Sends `tensor` to global rank `dst` of the set; returns once its data left this process.
     A CUDA tensor is read after the current stream's work queued before the call."""
-    _tutti._rt().send(buffer(contiguous(tensor.detach())), dst, tag, set_id(process_set)).wait()
+    _runtime.get().send(buffer(contiguous(tensor.detach())), dst, tag, set_id(process_set)).wait()
 
 
 def recv(tensor, src, tag=0, process_set=global_process_set):
     """Receives into `tensor` (exactly the sent size) from global rank `src` and returns it. For a
     CUDA tensor, the current stream is ordered after the data arrived on the device."""
     target = tensor if tensor.is_contiguous() else torch.empty_like(tensor, memory_format=torch.contiguous_format)
-    _tutti._rt().recv(buffer(target), src, tag, set_id(process_set)).wait()
+    _runtime.get().recv(buffer(target), src, tag, set_id(process_set)).wait()
     if target is not tensor:
         tensor.copy_(target)  # on the current stream
     return tensor

@@ -10,20 +10,15 @@ import warnings
 from contextlib import contextmanager
 
 import torch
+from tutti._process_sets import global_process_set
 
-import tutti as _tutti
+from tutti import _world
 from .compression import Compression
 from .ops import (Adasum, Average, allreduce_async_, grouped_allreduce_async_,
                   sparse_allreduce_async, synchronize)
 from .optimizer_adasum import _DistributedAdasumOptimizer
 from . import optimizer_common as common
-from .process_sets import global_process_set
 from .state import broadcast_object
-
-
-def is_distributed(optimizer):
-    """Whether `optimizer` is one DistributedOptimizer made (its step allreduces)."""
-    return getattr(optimizer, "_tutti_distributed", False)
 
 
 def _split(items, parts):
@@ -74,7 +69,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._groups = groups
         self._p_to_group = {}
         self._group_counts = {}
-        if self.process_set.included() and (_tutti.size() > 1 or
+        if self.process_set.included() and (_world.size() > 1 or
                                             os.environ.get("HOROVOD_ELASTIC") == "1" or
                                             os.environ.get("TUTTI_ELASTIC") == "1"):
             self._register_hooks()
@@ -241,7 +236,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             groups = num_groups
     if backward_passes_per_step <= 0:
         raise ValueError("backward_passes_per_step must be > 0")
-    if op != Adasum or _tutti.size() == 1:
+    if op != Adasum or _world.size() == 1:
         cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                    dict(_DistributedOptimizer.__dict__))
         return cls(optimizer.param_groups, named_parameters, compression,

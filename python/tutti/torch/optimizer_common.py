@@ -68,3 +68,8 @@ def check_zero_grad(optimizer):
         raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before "
                              "optimizer.step() or optimizer.synchronize(). This is prohibited as "
                              "it can cause a race condition.")
+
+
+def is_distributed(optimizer):
+    """Whether `optimizer` is one DistributedOptimizer made (its step allreduces)."""
+    return getattr(optimizer, "_tutti_distributed", False)

@@ -6,10 +6,11 @@ import pickle
 
 import torch
 
-import tutti as _tutti
+from tutti import _world
+from tutti._process_sets import global_process_set
 
 from .ops import allgather_async, broadcast_, broadcast_async_, synchronize
-from .process_sets import global_process_set
+from .optimizer_common import is_distributed
 
 # Objects are arbitrary pickles: torch >= 2.6 defaults torch.load to weights_only=True, which
 # refuses them. Say False explicitly where torch knows the argument (1.13 and later).
@@ -30,7 +31,7 @@ def _from_bytes(data):
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """Returns `obj` from `root_rank` on every member (pickled through torch.save)."""
     name = name or "broadcast_object"  # not the type: non-roots often pass None
-    root = _tutti.rank() == root_rank
+    root = _world.rank() == root_rank
     payload = _to_bytes(obj) if root else torch.empty(0, dtype=torch.uint8)
     length = torch.tensor([payload.numel()], dtype=torch.int64)
     broadcast_(length, root_rank, name=f"{name}.length", process_set=process_set)
@@ -81,7 +82,6 @@ def _initialize_state(optimizer, model):
     """An optimizer that never stepped has no state to send: step once with zero gradients (as
     Horovod does), so that every member holds the same structure; sparse embeddings of `model`
     get sparse zero gradients."""
-    from .optimizer import is_distributed
     sparse = set()
     if model is not None:
         for module in model.modules():
@@ -110,5 +110,5 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, prefix="",
         _initialize_state(optimizer, model)
     state = broadcast_object(optimizer.state_dict(), root_rank,
                              name=f"{prefix}optimizer_state", process_set=process_set)
-    if _tutti.rank() != root_rank:
+    if _world.rank() != root_rank:
         optimizer.load_state_dict(state)

@@ -6,10 +6,10 @@ local (the optimizer's allreduce combines them), as in Horovod and torch.nn.Sync
 Works on CPU and CUDA tensors (plain tensor arithmetic, no CUDA-only kernels)."""
 import torch
 from torch.nn.modules.batchnorm import _BatchNorm
+from tutti._process_sets import global_process_set
 
 from .ops import Sum
 from .functions import allreduce, grouped_allreduce
-from .process_sets import global_process_set
 
 
 def _channel_view(t, dim):

@@ -5,7 +5,7 @@ import random
 
 import torch.utils.data
 
-from ..process_sets import global_process_set
+from tutti._process_sets import global_process_set
 
 
 class ElasticSampler(torch.utils.data.Sampler):

@@ -2,11 +2,11 @@
 back to the copy, sync() broadcasts within the set from its lowest (surviving) member."""
 import copy
 
-import tutti as _tutti
+from tutti import _world
 from tutti import elastic as _elastic
+from tutti._process_sets import global_process_set, set_id
 
 from ..ops import forget_settled
-from ..process_sets import global_process_set, set_id
 from ..state import (allgather_object, broadcast_object, broadcast_optimizer_state,
                      broadcast_parameters)
 from .sampler import ElasticSampler
@@ -28,7 +28,7 @@ class ObjectState(_elastic.ObjectState):
 
     def __init__(self, process_set=global_process_set, **kwargs):
         self.process_set = process_set
-        super().__init__(bcast_object=_bcast_within(process_set), get_rank=_tutti.rank, **kwargs)
+        super().__init__(bcast_object=_bcast_within(process_set), get_rank=_world.rank, **kwargs)
 
     def restore(self):
         forget_settled({0, set_id(self.process_set)})
@@ -76,7 +76,7 @@ class TorchState(_elastic.ObjectState):
             setattr(self, name, handler.sampler)
         self._saved_model = self._copy(model)
         self._saved_optimizer = self._copy(optimizer)
-        super().__init__(bcast_object=_bcast_within(process_set), get_rank=_tutti.rank, **scalars)
+        super().__init__(bcast_object=_bcast_within(process_set), get_rank=_world.rank, **scalars)
 
     @staticmethod
     def _copy(module):

@@ -1,0 +1,381 @@
+"""The runtime of this process: one tutti_init ... tutti_finalize, its queries, and one ctypes
+call per collective (each returns a tutti._core.Handle). The module keeps the process's current
+runtime: init() makes it, get() is what every binding submits through, shutdown() ends it (at
+exit too)."""
+import atexit
+import ctypes
+import os
+
+from . import _capi
+from ._core import Handle, _orphans, device_of, output_of, received_splits
+from .errors import InvalidArgumentError, check
+
+
+def _name(name):
+    return None if name is None else name.encode("utf-8")
+
+
+def _reduce_options(op, prescale, postscale, priority, compression=None):
+    """`compression`: a tutti._compression.WireCompressor, or None (the library's defaults)."""
+    options = _capi.AllreduceOptions()
+    options.struct_size = ctypes.sizeof(_capi.AllreduceOptions)
+    options.reduce_op = op
+    options.prescale_factor = prescale
+    options.postscale_factor = postscale
+    options.priority = priority
+    options.compression = _capi.COMPRESSION_NONE
+    options.compression_ratio = 0.01
+    options.adaptive_compressor = _capi.COMPRESSION_BF16
+    options.adaptive_interval = 10
+    options.adaptive_min_bytes = 65536
+    options.adaptive_max_change = 0.2
+    if compression is not None:
+        compression.fill(options)
+    return options
+
+
+class Runtime:
+    """One tutti runtime (tutti_init ... tutti_finalize)."""
+
+    def __init__(self, coordinator=None, job=None, token=None, rank=None, size=None,
+                 static_sets=(), timeout_ms=0, fusion_threshold=None, cycle_time_ms=None,
+                 cache_capacity=None, timeline=None, transport=None, comm=None):
+        options = _capi.InitOptions()
+        options.struct_size = ctypes.sizeof(_capi.InitOptions)
+        options.header_version = _capi.version()
+        options.coordinator = _name(coordinator)
+        options.job = _name(job)
+        options.token = _name(token)
+        options.rank = -1 if rank is None else rank
+        options.size = -1 if size is None else size
+        flat = [r for s in static_sets for r in s]
+        sizes = (ctypes.c_int32 * max(len(static_sets), 1))(*[len(s) for s in static_sets])
+        ranks = (ctypes.c_int32 * max(len(flat), 1))(*flat)
+        options.num_static_sets = len(static_sets)
+        options.static_set_sizes = ctypes.cast(sizes, _capi.c_int32_p)
+        options.static_set_ranks = ctypes.cast(ranks, _capi.c_int32_p)
+        options.timeout_ms = timeout_ms
+        options.fusion_threshold_bytes = -1 if fusion_threshold is None else fusion_threshold
+        options.cycle_time_ms = -1.0 if cycle_time_ms is None else cycle_time_ms
+        options.cache_capacity = -1 if cache_capacity is None else cache_capacity
+        options.timeline_path = _name(timeline)
+        options.transport = _name(transport)
+        handle = ctypes.c_void_p()
+        self._mpi = None
+        self._bootstrap = None
+        if comm is None:
+            from . import _zero_setup
+            if _zero_setup.wanted(coordinator):
+                # torchrun without a coordinator: rank 0 starts one (docs/launchers.md).
+                boot = _zero_setup.TorchrunBootstrap((timeout_ms or 60000) / 1000.0)
+                options.coordinator = _name(boot.coordinator)
+                options.token = _name(token or boot.token)
+                if job is None and not os.environ.get("TUTTI_JOB"):
+                    options.job = _name(boot.job)
+                self._bootstrap = boot
+        if comm is not None:
+            # MPI mode: rank, size and the coordinator come from the communicator.
+            from . import _mpi
+            if rank is not None or size is not None:
+                raise InvalidArgumentError("rank and size come from the communicator in MPI mode")
+            check(_mpi.lib().tutti_mpi_init(_mpi.handle(comm), ctypes.byref(options),
+                                            ctypes.byref(handle)))
+            self._mpi = _mpi
+        else:
+            try:
+                check(_capi.tutti_init(ctypes.byref(options), ctypes.byref(handle)))
+            except BaseException:
+                if self._bootstrap is not None:
+                    self._bootstrap.abandon()
+                raise
+        self._handle = handle
+
+    # ---- lifetime ------------------------------------------------------------------------------
+    @property
+    def handle(self):
+        if self._handle is None:
+            raise InvalidArgumentError("tutti is not initialized (init() first, or after shutdown)")
+        return self._handle
+
+    def finalize(self):
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            _orphans.settle()
+            try:
+                if self._mpi is not None:
+                    check(self._mpi.lib().tutti_mpi_finalize(handle))
+                else:
+                    check(_capi.tutti_finalize(handle))
+            finally:
+                if self._bootstrap is not None:
+                    self._bootstrap.finish()
+                    self._bootstrap = None
+            _orphans.sweep(force=True)
+
+    def abort(self):
+        check(_capi.tutti_abort(self.handle))
+
+    # ---- the world and process sets ------------------------------------------------------------
+    def _int(self, function, *args):
+        value = ctypes.c_int32()
+        check(function(self.handle, *args, ctypes.byref(value)))
+        return value.value
+
+    def rank(self): return self._int(_capi.tutti_rank)
+    def size(self): return self._int(_capi.tutti_size)
+    def local_rank(self): return self._int(_capi.tutti_local_rank)
+    def local_size(self): return self._int(_capi.tutti_local_size)
+    def cross_rank(self): return self._int(_capi.tutti_cross_rank)
+    def cross_size(self): return self._int(_capi.tutti_cross_size)
+
+    def membership_epoch(self):
+        value = ctypes.c_uint64()
+        check(_capi.tutti_membership_epoch(self.handle, ctypes.byref(value)))
+        return value.value
+
+    def await_membership_epoch(self, after, timeout_ms=0):
+        value = ctypes.c_uint64()
+        check(_capi.tutti_await_membership_epoch(self.handle, after, timeout_ms,
+                                                 ctypes.byref(value)))
+        return value.value
+
+    def ranks_waiting(self):
+        value = ctypes.c_int32()
+        check(_capi.tutti_ranks_waiting(self.handle, ctypes.byref(value)))
+        return value.value
+
+    def add_process_set(self, ranks, timeout_ms=0):
+        ranks = list(ranks)
+        array = (ctypes.c_int32 * max(len(ranks), 1))(*ranks)
+        set_id = ctypes.c_int32()
+        check(_capi.tutti_process_set_add(self.handle, array, len(ranks), timeout_ms,
+                                          ctypes.byref(set_id)))
+        return set_id.value
+
+    def process_set_from_comm(self, comm, timeout_ms=0):
+        """MPI mode: the set of this process's communicator (None: none), collective over the
+        job; -1 for None. Every distinct group of the processes' communicators becomes a set."""
+        if self._mpi is None:
+            raise InvalidArgumentError("process sets from communicators need MPI mode: "
+                                       "init(comm=MPI.COMM_WORLD)")
+        set_id = ctypes.c_int32()
+        check(self._mpi.lib().tutti_process_set_from_comm(
+            self.handle, self._mpi.handle(comm), timeout_ms, ctypes.byref(set_id)))
+        return set_id.value
+
+    def process_set_comm(self, set_id):
+        """MPI mode: a new mpi4py communicator of the set's members (None for a non-member);
+        collective over the members."""
+        if self._mpi is None:
+            raise InvalidArgumentError("communicators of process sets need MPI mode: "
+                                       "init(comm=MPI.COMM_WORLD)")
+        comm_handle = self._mpi._comm_type()()
+        check(self._mpi.lib().tutti_process_set_comm(self.handle, set_id, ctypes.byref(comm_handle)))
+        comm = self._mpi.from_handle(comm_handle.value)
+        return None if comm == self._mpi._mpi().COMM_NULL else comm
+
+    def remove_process_set(self, set_id, timeout_ms=0):
+        check(_capi.tutti_process_set_remove(self.handle, set_id, timeout_ms))
+
+    def process_set_autotune(self, set_id):
+        check(_capi.tutti_process_set_autotune(self.handle, set_id))
+
+    def process_set_ranks(self, set_id):
+        count = self._int(_capi.tutti_process_set_size, set_id)
+        ranks = (ctypes.c_int32 * max(count, 1))()
+        n = ctypes.c_int32()
+        check(_capi.tutti_process_set_ranks(self.handle, set_id, ranks, count, ctypes.byref(n)))
+        return [ranks[i] for i in range(n.value)]
+
+    def process_set_included(self, set_id):
+        return bool(self._int(_capi.tutti_process_set_included, set_id))
+
+    def process_set_rank(self, set_id):
+        return self._int(_capi.tutti_process_set_rank, set_id)
+
+    # ---- collectives: each returns a Handle ----------------------------------------------------
+    def _submit(self, call, keepalive, finish=None, device=None):
+        _orphans.sweep()
+        request = ctypes.c_void_p()
+        check(call(ctypes.byref(request)))
+        return Handle(request, keepalive, finish, device)
+
+    # `finish`, where given, maps the completed request to the handle's result (default: None).
+    def allreduce(self, buffer, output, name=None, set_id=0, op=_capi.OP_AVERAGE, prescale=1.0,
+                  postscale=1.0, priority=0, finish=None, compression=None):
+        device = device_of([("input", buffer), ("output", output)])
+        (t_in, s_in), (t_out, s_out) = buffer.describe(), output.describe()
+        options = _reduce_options(op, prescale, postscale, priority, compression)
+        return self._submit(lambda r: _capi.tutti_allreduce(
+            self.handle, _name(name), set_id, ctypes.byref(t_in), ctypes.byref(t_out),
+            ctypes.byref(options), r), (buffer, output, s_in, s_out), finish, device)
+
+    def grouped_allreduce(self, buffers, outputs, name=None, set_id=0, op=_capi.OP_AVERAGE,
+                          prescale=1.0, postscale=1.0, priority=0, finish=None, compression=None):
+        device = device_of([(f"tensors[{i}]", b) for i, b in enumerate(buffers)] +
+                           [(f"outputs[{i}]", o) for i, o in enumerate(outputs)])
+        ins = (_capi.Tensor * len(buffers))()
+        outs = (_capi.Tensor * len(outputs))()
+        shapes = []
+        for i, (b, o) in enumerate(zip(buffers, outputs)):
+            ins[i], s = b.describe()
+            shapes.append(s)
+            outs[i], s = o.describe()
+            shapes.append(s)
+        options = _reduce_options(op, prescale, postscale, priority, compression)
+        return self._submit(lambda r: _capi.tutti_grouped_allreduce(
+            self.handle, _name(name), set_id, len(buffers), ins, outs, ctypes.byref(options), r),
+            (buffers, outputs, ins, outs, shapes), finish, device)
+
+    def broadcast(self, buffer, root, name=None, set_id=0, finish=None):
+        device = device_of([("tensor", buffer)])
+        tensor, shape = buffer.describe()
+        return self._submit(lambda r: _capi.tutti_broadcast(
+            self.handle, _name(name), set_id, ctypes.byref(tensor), root, r), (buffer, shape),
+            finish, device)
+
+    def allgather(self, buffer, make, name=None, set_id=0):
+        device = device_of([("tensor", buffer)])
+        tensor, shape = buffer.describe()
+        return self._submit(lambda r: _capi.tutti_allgather(
+            self.handle, _name(name), set_id, ctypes.byref(tensor), r), (buffer, shape),
+            lambda request: output_of(request, make, device=device), device)
+
+    def grouped_allgather(self, buffers, make, name=None, set_id=0):
+        device = device_of([(f"tensors[{i}]", b) for i, b in enumerate(buffers)])
+        ins = (_capi.Tensor * len(buffers))()
+        shapes = []
+        for i, b in enumerate(buffers):
+            ins[i], s = b.describe()
+            shapes.append(s)
+        return self._submit(lambda r: _capi.tutti_grouped_allgather(
+            self.handle, _name(name), set_id, len(buffers), ins, r), (buffers, ins, shapes),
+            lambda request: [output_of(request, make, i, device) for i in range(len(buffers))],
+            device)
+
+    def reducescatter(self, buffer, make, name=None, set_id=0, op=_capi.OP_AVERAGE, prescale=1.0,
+                      postscale=1.0):
+        device = device_of([("tensor", buffer)])
+        tensor, shape = buffer.describe()
+        options = _reduce_options(op, prescale, postscale, 0)
+        return self._submit(lambda r: _capi.tutti_reducescatter(
+            self.handle, _name(name), set_id, ctypes.byref(tensor), ctypes.byref(options), r),
+            (buffer, shape), lambda request: output_of(request, make, device=device), device)
+
+    def alltoall(self, buffer, make, splits=None, name=None, set_id=0):
+        device = device_of([("tensor", buffer)])
+        tensor, shape = buffer.describe()
+        split_array = None if splits is None else (ctypes.c_int64 * max(len(splits), 1))(*splits)
+        count = 0 if splits is None else len(splits)
+        return self._submit(lambda r: _capi.tutti_alltoall(
+            self.handle, _name(name), set_id, ctypes.byref(tensor), split_array, count, r),
+            (buffer, shape, split_array),
+            lambda request: (output_of(request, make, device=device), received_splits(request)),
+            device)
+
+    def send(self, buffer, destination, tag=0, set_id=0):
+        device = device_of([("tensor", buffer)])
+        tensor, shape = buffer.describe()
+        return self._submit(lambda r: _capi.tutti_send(
+            self.handle, set_id, ctypes.byref(tensor), destination, tag, r), (buffer, shape),
+            None, device)
+
+    def recv(self, buffer, source, tag=0, set_id=0, finish=None):
+        device = device_of([("tensor", buffer)])
+        tensor, shape = buffer.describe()
+        return self._submit(lambda r: _capi.tutti_recv(
+            self.handle, set_id, ctypes.byref(tensor), source, tag, r), (buffer, shape), finish,
+            device)
+
+    def barrier(self, set_id=0):
+        return self._submit(lambda r: _capi.tutti_barrier(self.handle, set_id, r), ())
+
+    def join(self, set_id=0, timeout_ms=0):
+        last = ctypes.c_int32()
+        check(_capi.tutti_join(self.handle, set_id, timeout_ms, ctypes.byref(last)))
+        return last.value
+
+    # ---- observability -------------------------------------------------------------------------
+    _TRANSPORTS = {1: "tcp", 2: "shm", 3: "mpi"}
+
+    def peer_stats(self, peer, set_id=0):
+        s = _capi.PeerStats()
+        s.struct_size = ctypes.sizeof(_capi.PeerStats)
+        check(_capi.tutti_get_peer_stats(self.handle, set_id, peer, ctypes.byref(s)))
+        return {"transport": self._TRANSPORTS.get(s.transport, str(s.transport)),
+                "connected": bool(s.connected), "bytes_sent": s.bytes_sent,
+                "bytes_received": s.bytes_received}
+
+    def counters(self):
+        c = _capi.Counters()
+        c.struct_size = ctypes.sizeof(_capi.Counters)
+        check(_capi.tutti_get_counters(self.handle, ctypes.byref(c)))
+        return {name: getattr(c, name) for name, _ in _capi.Counters._fields_[1:]}
+
+    def coordinator_counters(self):
+        c = _capi.CoordinatorCounters()
+        c.struct_size = ctypes.sizeof(_capi.CoordinatorCounters)
+        check(_capi.tutti_get_coordinator_counters(self.handle, ctypes.byref(c)))
+        return {name: getattr(c, name) for name, _ in _capi.CoordinatorCounters._fields_[1:]}
+
+    def set_counters(self, set_id):
+        c = _capi.SetCounters()
+        c.struct_size = ctypes.sizeof(_capi.SetCounters)
+        check(_capi.tutti_get_set_counters(self.handle, set_id, ctypes.byref(c)))
+        return {name: getattr(c, name) for name, _ in _capi.SetCounters._fields_[2:]}
+
+    def coordinator_set_counters(self, set_id):
+        c = _capi.CoordinatorSetCounters()
+        c.struct_size = ctypes.sizeof(_capi.CoordinatorSetCounters)
+        check(_capi.tutti_get_coordinator_set_counters(self.handle, set_id, ctypes.byref(c)))
+        return {name: getattr(c, name) for name, _ in _capi.CoordinatorSetCounters._fields_[2:]}
+
+    def timeline_start(self, path):
+        check(_capi.tutti_timeline_start(self.handle, _name(path)))
+
+    def timeline_stop(self):
+        check(_capi.tutti_timeline_stop(self.handle))
+
+
+# ---- the process's runtime ----------------------------------------------------------------------
+_current = None
+
+
+def init(**options):
+    """Makes the process's runtime (Runtime's options) unless there is one; returns it."""
+    global _current
+    if _current is None:
+        _current = Runtime(**options)
+    return _current
+
+
+def get():
+    """The current runtime; InvalidArgumentError before init() and after shutdown()."""
+    if _current is None:
+        raise InvalidArgumentError("tutti is not initialized: call tutti.init() first")
+    return _current
+
+
+def is_initialized():
+    return _current is not None
+
+
+_at_shutdown = []  # what the bindings forget when a runtime ends (its sets, its handles)
+
+
+def at_shutdown(forget):
+    """Registers `forget()`, run when a runtime ends, before it is finalized."""
+    _at_shutdown.append(forget)
+
+
+def shutdown():
+    """Ends the current runtime, if any; pending requests fail with tutti.ShutDownError."""
+    global _current
+    if _current is not None:
+        for forget in _at_shutdown:
+            forget()
+        runtime, _current = _current, None
+        runtime.finalize()
+
+
+atexit.register(shutdown)
