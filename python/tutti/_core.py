@@ -66,22 +66,49 @@ class Buffer:
         return f"device type {self.device_type}:{self.device_index}"
 
     def describe(self):
-        """The C descriptor, and the shape array it points into (keep both alive)."""
-        if len(self.shape) > _capi.MAX_DIMS:
-            raise InvalidArgumentError(f"{len(self.shape)} dimensions; tutti takes at most "
+        """A new C descriptor, and the shape array it points into (keep both alive until the
+        call that reads them returned: the library copies both at submission)."""
+        descriptor = Descriptor()
+        return descriptor.fill(self), descriptor.shape
+
+    def describe_into(self, descriptor):
+        """The C descriptor of this buffer, written into `descriptor` (a reusable Descriptor)."""
+        return descriptor.fill(self)
+
+
+class Descriptor:
+    """A reusable C tensor descriptor: the library copies the descriptor and its shape at
+    submission, so one per thread and argument serves every call (no ctypes objects made per
+    call; tutti/_runtime.py keeps them)."""
+
+    __slots__ = ("tensor", "shape", "pointer")
+
+    def __init__(self):
+        self.shape = (ctypes.c_int64 * _capi.MAX_DIMS)()
+        self.tensor = _capi.Tensor()
+        self.tensor.struct_size = ctypes.sizeof(_capi.Tensor)
+        self.tensor.shape = ctypes.cast(self.shape, _capi.c_int64_p)
+        self.pointer = ctypes.byref(self.tensor)
+
+    def fill(self, buffer):
+        """Describes `buffer`; returns the descriptor's struct."""
+        shape = buffer.shape
+        if len(shape) > _capi.MAX_DIMS:
+            raise InvalidArgumentError(f"{len(shape)} dimensions; tutti takes at most "
                                        f"{_capi.MAX_DIMS}")
-        shape = (ctypes.c_int64 * max(len(self.shape), 1))(*self.shape)
-        tensor = _capi.Tensor()
-        tensor.struct_size = ctypes.sizeof(_capi.Tensor)
-        tensor.data = self.pointer
-        tensor.dtype = self.dtype
-        tensor.ndim = len(self.shape)
-        tensor.shape = ctypes.cast(shape, _capi.c_int64_p)
-        tensor.device_type = self.device_type
-        if self.device_type != _capi.DEVICE_CPU:
-            tensor.device_index = self.device_index
-            tensor.stream = self.stream or None  # the producer's stream; unused for CPU tensors
-        return tensor, shape
+        tensor = self.tensor
+        tensor.data = buffer.pointer
+        tensor.dtype = buffer.dtype
+        tensor.ndim = len(shape)
+        self.shape[:len(shape)] = shape
+        tensor.device_type = buffer.device_type
+        if buffer.device_type != _capi.DEVICE_CPU:
+            tensor.device_index = buffer.device_index
+            tensor.stream = buffer.stream or None  # the producer's stream
+        else:
+            tensor.device_index = 0
+            tensor.stream = None
+        return tensor
 
 
 class _Device:
@@ -137,6 +164,8 @@ class _Registry:
             self._orphans.append(inflight)
 
     def sweep(self, force=False):
+        if not self._orphans:  # read without the lock: an adopt racing this is swept next time
+            return
         with self._lock:
             keep = []
             for item in self._orphans:
@@ -184,7 +213,7 @@ class Handle:
         status = _capi.tutti_request_test(self._inflight.request)
         if status == _capi.IN_PROGRESS:
             return False
-        self._complete(status, _last_error())
+        self._complete(status, _last_error() if status != _capi.OK else "")
         return True
 
     def wait(self, timeout_ms=None):
@@ -199,7 +228,7 @@ class Handle:
                 stream = device.hooks.wait_stream(device.index, device.owners)
                 status = _capi.tutti_request_stream_wait(self._inflight.request, stream or None,
                                                          timeout)
-            message = _last_error()
+            message = _last_error() if status != _capi.OK else ""
             if status < 0 and _capi.tutti_request_test(self._inflight.request) == _capi.IN_PROGRESS:
                 raise from_status(status, message)  # the wait timed out; still pending
             self._complete(status, message)

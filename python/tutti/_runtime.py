@@ -5,9 +5,10 @@ exit too)."""
 import atexit
 import ctypes
 import os
+import threading
 
 from . import _capi
-from ._core import Handle, _orphans, device_of, output_of, received_splits
+from ._core import Descriptor, Handle, _orphans, device_of, output_of, received_splits
 from .errors import InvalidArgumentError, check
 
 
@@ -15,8 +16,7 @@ def _name(name):
     return None if name is None else name.encode("utf-8")
 
 
-def _reduce_options(op, prescale, postscale, priority, compression=None):
-    """`compression`: a tutti._compression.WireCompressor, or None (the library's defaults)."""
+def _build_options(op, prescale, postscale, priority, compression):
     options = _capi.AllreduceOptions()
     options.struct_size = ctypes.sizeof(_capi.AllreduceOptions)
     options.reduce_op = op
@@ -32,6 +32,38 @@ def _reduce_options(op, prescale, postscale, priority, compression=None):
     if compression is not None:
         compression.fill(options)
     return options
+
+
+# Options without compression, by (op, prescale, postscale, priority): the library copies them at
+# submission, so one struct serves every call with the same values. Bounded: scale factors may be
+# anything.
+_options_cache = {}
+
+
+def _reduce_options(op, prescale, postscale, priority, compression=None):
+    """The options' C struct (passed by reference); `compression`: a
+    tutti._compression.WireCompressor, or None (the library's defaults)."""
+    if compression is not None:
+        return ctypes.byref(_build_options(op, prescale, postscale, priority, compression))
+    key = (op, prescale, postscale, priority)
+    found = _options_cache.get(key)
+    if found is None:
+        if len(_options_cache) >= 256:
+            _options_cache.clear()
+        options = _build_options(op, prescale, postscale, priority, None)
+        found = _options_cache[key] = (options, ctypes.byref(options))
+    return found[1]
+
+
+class _Scratch(threading.local):
+    """This thread's reusable descriptors for single-tensor calls (input, output)."""
+
+    def __init__(self):
+        self.first, self.second = Descriptor(), Descriptor()
+
+
+_scratch = _Scratch()
+_CPU = _capi.DEVICE_CPU
 
 
 class Runtime:
@@ -194,21 +226,37 @@ class Runtime:
         return self._int(_capi.tutti_process_set_rank, set_id)
 
     # ---- collectives: each returns a Handle ----------------------------------------------------
+    # The per-call path is short on purpose (docs/python.md, "Where the time goes"): one ctypes
+    # call per collective, the descriptors and options reused (the library copies them at
+    # submission), no per-call closures or device lookups for host memory.
     def _submit(self, call, keepalive, finish=None, device=None):
         _orphans.sweep()
         request = ctypes.c_void_p()
         check(call(ctypes.byref(request)))
         return Handle(request, keepalive, finish, device)
 
+    @staticmethod
+    def _device_of(*labelled):
+        """device_of, without building its list for host memory (the common case)."""
+        for _, buffer in labelled:
+            if buffer.device_type != _CPU:
+                return device_of(labelled)
+        return None
+
     # `finish`, where given, maps the completed request to the handle's result (default: None).
     def allreduce(self, buffer, output, name=None, set_id=0, op=_capi.OP_AVERAGE, prescale=1.0,
                   postscale=1.0, priority=0, finish=None, compression=None):
-        device = device_of([("input", buffer), ("output", output)])
-        (t_in, s_in), (t_out, s_out) = buffer.describe(), output.describe()
-        options = _reduce_options(op, prescale, postscale, priority, compression)
-        return self._submit(lambda r: _capi.tutti_allreduce(
-            self.handle, _name(name), set_id, ctypes.byref(t_in), ctypes.byref(t_out),
-            ctypes.byref(options), r), (buffer, output, s_in, s_out), finish, device)
+        device = self._device_of(("input", buffer), ("output", output))
+        scratch = _scratch
+        scratch.first.fill(buffer)
+        scratch.second.fill(output)
+        _orphans.sweep()
+        request = ctypes.c_void_p()
+        check(_capi.tutti_allreduce(self.handle, _name(name), set_id, scratch.first.pointer,
+                                    scratch.second.pointer,
+                                    _reduce_options(op, prescale, postscale, priority, compression),
+                                    ctypes.byref(request)))
+        return Handle(request, (buffer, output), finish, device)
 
     def grouped_allreduce(self, buffers, outputs, name=None, set_id=0, op=_capi.OP_AVERAGE,
                           prescale=1.0, postscale=1.0, priority=0, finish=None, compression=None):
@@ -224,7 +272,7 @@ class Runtime:
             shapes.append(s)
         options = _reduce_options(op, prescale, postscale, priority, compression)
         return self._submit(lambda r: _capi.tutti_grouped_allreduce(
-            self.handle, _name(name), set_id, len(buffers), ins, outs, ctypes.byref(options), r),
+            self.handle, _name(name), set_id, len(buffers), ins, outs, options, r),
             (buffers, outputs, ins, outs, shapes), finish, device)
 
     def broadcast(self, buffer, root, name=None, set_id=0, finish=None):
@@ -259,7 +307,7 @@ class Runtime:
         tensor, shape = buffer.describe()
         options = _reduce_options(op, prescale, postscale, 0)
         return self._submit(lambda r: _capi.tutti_reducescatter(
-            self.handle, _name(name), set_id, ctypes.byref(tensor), ctypes.byref(options), r),
+            self.handle, _name(name), set_id, ctypes.byref(tensor), options, r),
             (buffer, shape), lambda request: output_of(request, make, device=device), device)
 
     def alltoall(self, buffer, make, splits=None, name=None, set_id=0):

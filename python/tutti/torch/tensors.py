@@ -63,18 +63,21 @@ def buffer(tensor, what="tensor"):
     """The Buffer of a contiguous CPU or CUDA tensor (kept alive by it)."""
     if not isinstance(tensor, torch.Tensor):
         raise InvalidArgumentError(f"{what} must be a torch.Tensor, not {type(tensor).__name__}")
+    dtype = TORCH_TO_TUTTI.get(tensor.dtype)
+    # One test for the common case (a dense contiguous CPU tensor of a supported dtype); the
+    # others say what is wrong.
     if tensor.is_sparse:
         raise InvalidArgumentError(f"{what} is sparse: use sparse_allreduce_async, or "
                                    "DistributedOptimizer(sparse_as_dense=True)")
-    if tensor.device.type not in ("cpu", "cuda"):
+    if not (tensor.is_cuda or tensor.is_cpu):
         raise UnsupportedError(f"{what} is on {tensor.device}; tutti takes CPU and CUDA tensors")
-    if tensor.dtype not in TORCH_TO_TUTTI:
+    if dtype is None:
         raise InvalidArgumentError(f"{what} has dtype {tensor.dtype}, which tutti does not "
                                    "support")
     if not tensor.is_contiguous():
         raise InvalidArgumentError(f"{what} must be contiguous")
-    dtype, shape = TORCH_TO_TUTTI[tensor.dtype], tuple(tensor.shape)
-    if tensor.device.type == "cuda":
+    shape = tuple(tensor.shape)
+    if tensor.is_cuda:
         # The producer is the current stream: work queued on it before this call is seen.
         stream = torch.cuda.current_stream(tensor.device).cuda_stream
         return Buffer(tensor.data_ptr(), dtype, shape, tensor, _capi.DEVICE_CUDA,
