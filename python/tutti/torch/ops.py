@@ -20,7 +20,7 @@ from tutti.errors import TimeoutError as _TuttiTimeout
 from tutti._process_sets import global_process_set, set_id
 
 from . import adasum as _adasum
-from .tensors import buffer, contiguous, new_tensor
+from .tensors import buffer, contiguous, empty_like, new_tensor
 
 # Horovod's op constants. Adasum is tutti.torch's own (over point-to-point, tutti/torch/adasum.py)
 # and never reaches the library.
@@ -226,7 +226,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     (Compression.wire_fp16, ...), or None."""
     op = reduce_op(op, average)
     source = contiguous(tensor.detach())
-    output = torch.empty_like(source)
+    output = empty_like(source)
     request = _allreduce(source, output, name, op, prescale_factor, postscale_factor, process_set,
                          compression=compression)
     return _register(request, lambda _: output)
@@ -272,7 +272,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
                             compression=None):
     op = reduce_op(op, average)
     sources = [contiguous(t.detach()) for t in tensors]
-    outputs = [torch.empty_like(s) for s in sources]
+    outputs = [empty_like(s) for s in sources]
     request = _grouped_allreduce(sources, outputs, name, op, prescale_factor, postscale_factor,
                                  process_set, compression)
     return _register(request, lambda _: outputs)

@@ -1,8 +1,9 @@
 """torch tensors as the core sees them: dtypes, Buffers (by pointer, no copies) and, for CUDA
 tensors, the stream hooks (tutti._core.DeviceHooks)."""
 import torch
+import torch.utils.dlpack
 
-from tutti import _capi
+from tutti import _capi, _dlpack, _dtypes, _host_pool
 from tutti._core import Buffer, DeviceHooks
 from tutti.errors import InvalidArgumentError, UnsupportedError
 
@@ -85,10 +86,32 @@ def buffer(tensor, what="tensor"):
     return Buffer(tensor.data_ptr(), dtype, shape, tensor)
 
 
+def _host_tensor(dtype, shape):
+    """A new CPU tensor of a tutti dtype, on recycled memory when it is large (tutti/
+    _host_pool.py: no page faults on every call); its memory returns to the pool with it."""
+    count = 1
+    for d in shape:
+        count *= d
+    block = _host_pool.take(count * _dtypes.ELEMENT_SIZE[dtype]) \
+        if dtype != _capi.DTYPE_BOOL else None  # torch 1.13 takes no bool through DLPack
+    if block is None:
+        return torch.empty(shape, dtype=TUTTI_TO_TORCH[dtype])
+    view = _dlpack.View(block.pointer, dtype, shape, (_dlpack.CPU, 0), owner=block)
+    return torch.utils.dlpack.from_dlpack(view)
+
+
 def new_tensor(dtype, shape):
     """The core's allocator for results whose size only the collective knows (CPU)."""
-    tensor = torch.empty(shape, dtype=TUTTI_TO_TORCH[dtype])
+    tensor = _host_tensor(dtype, shape)
     return tensor, tensor.data_ptr()
+
+
+def empty_like(tensor):
+    """An uninitialized tensor shaped as the contiguous `tensor`, for a result the library
+    writes: large CPU ones on recycled memory."""
+    if tensor.is_cuda:
+        return torch.empty_like(tensor)
+    return _host_tensor(TORCH_TO_TUTTI[tensor.dtype], tuple(tensor.shape))
 
 
 def contiguous(tensor):
