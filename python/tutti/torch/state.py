@@ -6,10 +6,10 @@ import pickle
 
 import torch
 
-from tutti import _world
+from tutti import _objects, _world
 from tutti._process_sets import global_process_set
 
-from .ops import allgather_async, broadcast_, broadcast_async_, synchronize
+from .ops import broadcast_async_, synchronize
 from .optimizer_common import is_distributed
 
 # Objects are arbitrary pickles: torch >= 2.6 defaults torch.load to weights_only=True, which
@@ -18,42 +18,25 @@ _LOAD_ARGS = ({"weights_only": False}
               if "weights_only" in inspect.signature(torch.load).parameters else {})
 
 
-def _to_bytes(obj):
+def _dumps(obj):
     stream = io.BytesIO()
     torch.save(obj, stream, pickle_protocol=pickle.HIGHEST_PROTOCOL)
-    return torch.frombuffer(bytearray(stream.getvalue()), dtype=torch.uint8)
+    return stream.getvalue()
 
 
-def _from_bytes(data):
-    return torch.load(io.BytesIO(data.numpy().tobytes()), **_LOAD_ARGS)
+def _loads(data):
+    return torch.load(io.BytesIO(data), **_LOAD_ARGS)
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """Returns `obj` from `root_rank` on every member (pickled through torch.save)."""
-    name = name or "broadcast_object"  # not the type: non-roots often pass None
-    root = _world.rank() == root_rank
-    payload = _to_bytes(obj) if root else torch.empty(0, dtype=torch.uint8)
-    length = torch.tensor([payload.numel()], dtype=torch.int64)
-    broadcast_(length, root_rank, name=f"{name}.length", process_set=process_set)
-    if not root:
-        payload = torch.empty(int(length.item()), dtype=torch.uint8)
-    broadcast_(payload, root_rank, name=f"{name}.payload", process_set=process_set)
-    return obj if root else _from_bytes(payload)
+    """Returns `obj` from `root_rank` on every member (pickled through torch.save; the core's
+    object collectives, tutti/_objects.py)."""
+    return _objects.broadcast_object(obj, root_rank, name, process_set, _dumps, _loads)
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Returns every member's `obj`, in set order."""
-    name = name or "allgather_object"
-    payload = _to_bytes(obj)
-    lengths = synchronize(allgather_async(torch.tensor([payload.numel()], dtype=torch.int64),
-                                          name=f"{name}.lengths", process_set=process_set))
-    data = synchronize(allgather_async(payload, name=f"{name}.payload",
-                                       process_set=process_set))
-    out, at = [], 0
-    for n in lengths.tolist():
-        out.append(_from_bytes(data[at:at + n]))
-        at += n
-    return out
+    return _objects.allgather_object(obj, name, process_set, _dumps, _loads)
 
 
 def broadcast_parameters(params, root_rank, prefix="", process_set=global_process_set):
