@@ -50,4 +50,14 @@ EXTRA=$EXTRA PEERS="$PEERS $TUTTIS" REPS=$REPS NPS=$NPS OUT=$OUT \
 /usr/bin/python3 bench/compare_report.py "$OUT" $(printf -- '--tutti %s ' $TUTTIS) \
   --cost tutti-tcp-integrity:tutti-tcp --cost tutti-tcp-encrypt:tutti-tcp \
   --plot "$B/compare.png" | tee "$B/compare.md"
+# The Python rows: what tutti.torch adds over the C path above, in and out of place, beside
+# torch.distributed/Gloo on the same ranks (bench/torch_calls.py interleaves its own repetitions).
+if [ "${PYTHON_ROWS:-1}" = 1 ]; then
+  for np in $NPS; do
+    echo
+    PYTHONPATH=$ROOT/python TUTTI_LIBRARY=$ROOT/build/libtutti.so \
+      "$ROOT/build/tuttirun" --no-prefix -np "$np" /usr/bin/python3 bench/torch_calls.py \
+      --reps "$REPS" --sizes 4K,64K,1M,16M,64M 2>>"$B/compare.log"
+  done | tee "$B/compare_python.md"
+fi
 echo "compare.sh: table $B/compare.md, plot $B/compare.png, raw $OUT"
