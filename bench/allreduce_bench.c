@@ -1,10 +1,12 @@
 /* Allreduce of tutti measured exactly as ../shared/bench-peers measures its peers (OpenMPI, Gloo,
  * torch.distributed), printing the same lines so that run_all.sh puts tutti in the same table:
  *   tuttirun --no-prefix -np N build/bench/allreduce_bench [--label tutti-tcp] [--sizes B,B,...]
- *            [--no-sweep] [--no-step] [--step-iters N] [--step-tensors N]
+ *            [--no-sweep] [--no-step] [--step-iters N] [--step-tensors N] [--out-of-place]
  * Sweep: float32 sum on the world; per size a correctness check (sum of rank+1), warm-up calls, a
  * barrier, then back-to-back calls, each submitted and waited on; the time is the per-call average
- * of the slowest rank. Rank 0 prints
+ * of the slowest rank. --out-of-place: the sweep reduces one buffer into another (allocated and
+ * touched once, as a framework's pooled output), checking too that the input stays unchanged.
+ * Rank 0 prints
  *   RESULT,<label>,<np>,<bytes>,<iters>,<avg_us>,<algbw_GBps>,<busbw_GBps>
  * Step: 200 distinct named 4 KiB allreduces submitted asynchronously and then waited on, through
  * full negotiation with default settings (fusion, cache); 3 warm-up steps, then timed steps each
@@ -21,6 +23,7 @@
 
 static tutti_runtime_t rt;
 static int32_t rank, size;
+static int out_of_place;
 
 typedef struct buffer {
   float* data;
@@ -43,14 +46,18 @@ static void buffer_init(buffer_t* b, int64_t count) {
   b->tensor = t;
 }
 
-static void allreduce(const char* name, buffer_t* b, int32_t op) {
+/* Into `out`, or in place where out is NULL. */
+static void allreduce_into(const char* name, buffer_t* b, buffer_t* out, int32_t op) {
   tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
   options.reduce_op = op;
   tutti_request_t request;
-  CHECK(tutti_allreduce(rt, name, TUTTI_WORLD, &b->tensor, &b->tensor, &options, &request));
+  CHECK(tutti_allreduce(rt, name, TUTTI_WORLD, &b->tensor, out ? &out->tensor : &b->tensor,
+                        &options, &request));
   CHECK(tutti_request_wait(request, -1));
   CHECK(tutti_request_free(request));
 }
+
+static void allreduce(const char* name, buffer_t* b, int32_t op) { allreduce_into(name, b, NULL, op); }
 
 static void barrier(void) {
   tutti_request_t request;
@@ -70,25 +77,28 @@ static void iterations(long bytes, int* warmup, int* iters) {
 
 static void sweep(const char* label, const long* sizes, int nsizes) {
   for (int s = 0; s < nsizes; ++s) {
-    buffer_t b;
+    buffer_t b, result;
     buffer_init(&b, sizes[s] / 4 > 0 ? sizes[s] / 4 : 1);
+    buffer_init(&result, out_of_place ? b.count : 1);
+    buffer_t* out = out_of_place ? &result : NULL;
+    const float* got = out_of_place ? result.data : b.data;
     const long bytes = (long)b.count * 4;
     for (int64_t i = 0; i < b.count; ++i) b.data[i] = (float)(rank + 1);
-    allreduce("sweep", &b, TUTTI_OP_SUM);
+    allreduce_into("sweep", &b, out, TUTTI_OP_SUM);
     const float expected = (float)size * (size + 1) / 2;
     for (int64_t i = 0; i < b.count; ++i)
-      if (b.data[i] != expected) {
-        fprintf(stderr, "rank %d: element %lld of %ld bytes is %g, expected %g\n", rank,
-                (long long)i, bytes, b.data[i], expected);
+      if (got[i] != expected || (out_of_place && b.data[i] != (float)(rank + 1))) {
+        fprintf(stderr, "rank %d: element %lld of %ld bytes is %g (input %g), expected %g\n",
+                rank, (long long)i, bytes, got[i], b.data[i], expected);
         exit(1);
       }
     memset(b.data, 0, (size_t)bytes); /* zeros stay finite however often they are summed */
     int warmup, iters;
     iterations(bytes, &warmup, &iters);
-    for (int i = 0; i < warmup; ++i) allreduce("sweep", &b, TUTTI_OP_SUM);
+    for (int i = 0; i < warmup; ++i) allreduce_into("sweep", &b, out, TUTTI_OP_SUM);
     barrier();
     double start = bench_now_us();
-    for (int i = 0; i < iters; ++i) allreduce("sweep", &b, TUTTI_OP_SUM);
+    for (int i = 0; i < iters; ++i) allreduce_into("sweep", &b, out, TUTTI_OP_SUM);
     double avg_us = (bench_now_us() - start) / iters;
     bench_max_over_ranks(rt, &avg_us, 1);
     const double algbw = bytes / avg_us / 1e3;
@@ -97,6 +107,7 @@ static void sweep(const char* label, const long* sizes, int nsizes) {
              algbw * 2.0 * (size - 1) / size);
     fflush(stdout);
     free(b.data);
+    free(result.data);
   }
 }
 
@@ -153,7 +164,7 @@ int main(int argc, char** argv) {
       {"label", required_argument, NULL, 'l'},      {"sizes", required_argument, NULL, 's'},
       {"no-sweep", no_argument, NULL, 'w'},         {"no-step", no_argument, NULL, 'p'},
       {"step-iters", required_argument, NULL, 'i'}, {"step-tensors", required_argument, NULL, 't'},
-      {NULL, 0, NULL, 0}};
+      {"out-of-place", no_argument, NULL, 'o'},     {NULL, 0, NULL, 0}};
   const char* label = "tutti";
   long sizes[64] = {4096, 65536, 1 << 20, 16 << 20, 64 << 20};
   int nsizes = 5, do_sweep = 1, do_step = 1, step_iters = 20, step_tensors = 200;
@@ -170,9 +181,10 @@ int main(int argc, char** argv) {
       case 'p': do_step = 0; break;
       case 'i': step_iters = atoi(optarg); break;
       case 't': step_tensors = atoi(optarg); break;
+      case 'o': out_of_place = 1; break;
       default:
         fprintf(stderr, "usage: %s [--label L] [--sizes B,...] [--no-sweep] [--no-step] "
-                        "[--step-iters N] [--step-tensors N]\n", argv[0]);
+                        "[--step-iters N] [--step-tensors N] [--out-of-place]\n", argv[0]);
         return 2;
     }
   }

@@ -42,18 +42,36 @@ void Finish(void* data, size_t count, DType dtype, ReduceOp op, double postscale
   ScaleInPlace(data, count, dtype, postscale);
 }
 
+Status AllreduceInto(const RingArgs& ring, const void* input, void* output, size_t count,
+                     DType dtype, ReduceOp op, double prescale, double postscale) {
+  const size_t n = ring.members->size(), bytes = count * ElementSize(dtype);
+  const auto* in = static_cast<const char*>(input);
+  const auto* out = static_cast<const char*>(output);
+  // Every member picks the same algorithm (sizes and hosts agree, in place or not), so results
+  // stay identical everywhere.
+  if (in < out + bytes && out < in + bytes) {
+    // In place, or overlapping (memmove's job): scale where it lies, reduce in place.
+    ScaleCopy(output, input, count, dtype, prescale);
+    TUTTI_RETURN_IF_ERROR(ChosenAllreduce(ring, output, count, dtype, op));
+  } else {
+    // The algorithms read (and prescale) the input where it is, and write only the output.
+    TUTTI_RETURN_IF_ERROR(ChosenAllreduce(ring, output, count, dtype, op, {input, prescale}));
+    // Every combine leaves bool bytes 0 or 1 (reduce.h), and with more than one member every
+    // byte went through one, so Finish's pass would change nothing.
+    if (dtype == DType::kBool && n > 1) return Status::Ok();
+  }
+  // A no-op but for bool, average and a postscale other than 1.
+  Finish(output, count, dtype, op, postscale, n);
+  return Status::Ok();
+}
+
 namespace {
 
 Status Allreduce(const RingArgs& ring, Request& request) {
   const auto& op = request.operation();
-  const auto dtype = static_cast<DType>(op.spec.dtype());
-  const auto reduce_op = static_cast<ReduceOp>(op.spec.reduce_op());
-  ScaleCopy(op.output, op.input, op.count, dtype, op.spec.prescale());
-  // Every member picks the same algorithm (sizes and hosts agree), so results stay identical
-  // everywhere.
-  TUTTI_RETURN_IF_ERROR(ChosenAllreduce(ring, op.output, op.count, dtype, reduce_op));
-  Finish(op.output, op.count, dtype, reduce_op, op.spec.postscale(), ring.members->size());
-  return Status::Ok();
+  return AllreduceInto(ring, op.input, op.output, op.count, static_cast<DType>(op.spec.dtype()),
+                       static_cast<ReduceOp>(op.spec.reduce_op()), op.spec.prescale(),
+                       op.spec.postscale());
 }
 
 // A tree, or the hierarchy across hosts for large buffers (hierarchical.h).

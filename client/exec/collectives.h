@@ -13,6 +13,14 @@ namespace tutti::client {
 Status RunCollective(const RingArgs& ring, Request& request,
                      const std::vector<int64_t>& member_rows);
 
+// The allreduce of one tensor: `count` elements of `input` reduced over the members into
+// `output`, each input scaled by `prescale`, the result by `postscale` (and averaged, for
+// kAverage). Out of place (the two do not overlap), the algorithms read the input where it is
+// and write the output once, instead of copying the input to the output and reducing there; the
+// bits are the same either way.
+Status AllreduceInto(const RingArgs& ring, const void* input, void* output, size_t count,
+                     DType dtype, ReduceOp op, double prescale, double postscale);
+
 // Shared with the fused collectives:
 // Bytes of one row: everything after the first dimension.
 size_t RowBytes(const wire::TensorSpec& spec);

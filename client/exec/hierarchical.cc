@@ -105,13 +105,14 @@ HostGroups MyGroups(const RingArgs& ring) {
 
 }  // namespace
 
-Status ChosenAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op) {
+Status ChosenAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op,
+                       const Contribution& from) {
   switch (Record(ring, ChooseAllreduce(*ring.members, ring.topology, count * ElementSize(dtype),
                                        dtype, op, ring.cutoffs.small_allreduce_bytes))) {
-    case Algorithm::kDirect: return DirectAllreduce(ring, buffer, count, dtype, op);
+    case Algorithm::kDirect: return DirectAllreduce(ring, buffer, count, dtype, op, from);
     case Algorithm::kHierarchical:
-      return HierarchicalAllreduce(ring, MyGroups(ring), buffer, count, dtype, op);
-    default: return RingAllreduce(ring, buffer, count, dtype, op);
+      return HierarchicalAllreduce(ring, MyGroups(ring), buffer, count, dtype, op, from);
+    default: return RingAllreduce(ring, buffer, count, dtype, op, from);
   }
 }
 

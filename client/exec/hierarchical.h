@@ -89,9 +89,10 @@ Algorithm ChooseBroadcast(const MemberList& members, const SetTopology* topology
 // within each host, the ring reduce-scatter's (chunk j of the host's L chunks starts at local
 // member j + 1 and accumulates around the host's ring to local member j); across hosts, the
 // ring's order (or, for a shard of at most the small-allreduce cut-off, the direct exchange's host
-// order) over those per-host partial sums; then copies only.
+// order) over those per-host partial sums; then copies only. Out of place (`from`), only the
+// first phase reads the input; the others work on `buffer`.
 Status HierarchicalAllreduce(const RingArgs& ring, const HostGroups& groups, void* buffer,
-                             size_t count, DType dtype, ReduceOp op);
+                             size_t count, DType dtype, ReduceOp op, const Contribution& from = {});
 
 // `chunks`: one per member, in set order; this member starts with its own. Afterwards every
 // member holds all of them. Across hosts, the cross ring of this member's local index; then,
@@ -113,8 +114,10 @@ Status HierarchicalReducescatter(const RingArgs& ring, const HostGroups& groups,
 Status HierarchicalBroadcast(const RingArgs& ring, const HostGroups& groups, char* data,
                              size_t bytes, int32_t root);
 
-// Choose*, then the algorithm it names, recorded in `*ring.ran` where given.
-Status ChosenAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
+// Choose*, then the algorithm it names, recorded in `*ring.ran` where given. The allreduce may be
+// out of place (`from`): the choice does not depend on it, so members that differ there agree.
+Status ChosenAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op,
+                       const Contribution& from = {});
 Status ChosenAllgather(const RingArgs& ring, char* data, const ChunkLayout& chunks);
 Status ChosenReducescatter(const RingArgs& ring, char* data, const ChunkLayout& chunks,
                            DType dtype, ReduceOp op);

@@ -34,15 +34,16 @@ std::vector<size_t> CrossPositions(const RingArgs& ring, const HostGroups& group
 }  // namespace
 
 Status HierarchicalAllreduce(const RingArgs& ring, const HostGroups& groups, void* buffer,
-                             size_t count, DType dtype, ReduceOp op) {
+                             size_t count, DType dtype, ReduceOp op, const Contribution& from) {
   const size_t element = ElementSize(dtype), local_n = groups.local.size();
   const size_t local_index = groups.local.IndexOf(ring.self);
   char* data = static_cast<char*>(buffer);
   const RingArgs local = Over(ring, groups.local), cross = Over(ring, groups.cross);
   // Phase 1: shift local_n - 1, so that local member j ends up holding chunk j complete (for
-  // this host).
+  // this host). Out of place it reads the input and leaves partial sums in `data`, which the
+  // later phases work on.
   const ChunkLayout shards = EvenChunks(count, local_n, element);
-  TUTTI_RETURN_IF_ERROR(RingReduceScatter(local, data, shards, dtype, op, local_n - 1));
+  TUTTI_RETURN_IF_ERROR(RingReduceScatter(local, data, shards, dtype, op, local_n - 1, from));
   // Phase 2: shard j across the hosts among the members of local index j. Every host's shard j
   // has the same bounds (same count, same local_n), and every member of the cross group picks
   // the same of the two algorithms from the shard's size.

@@ -57,10 +57,22 @@ struct RingArgs {
   AlgorithmCutoffs cutoffs;
 };
 
+// This member's contribution to an allreduce that writes its result to a buffer other than its
+// input, so that the input is read where it is instead of copied to the result first. `input`
+// has the result buffer's layout and is only read; each element is scaled by `prescale` as it is
+// read, with ScaleCopy's rounding, so the bits are those of a scaled copy reduced in place.
+// input == nullptr: in place, the result buffer holds the contribution already scaled.
+struct Contribution {
+  const void* input = nullptr;
+  double prescale = 1.0;
+};
+
 // Reduces chunk by chunk around the ring; afterwards this rank (at position i in members) holds
-// the full reduction of chunk (i + 1 + shift) % n, the other chunks hold partial results.
+// the full reduction of chunk (i + 1 + shift) % n, the other chunks hold partial results. Out of
+// place (`from`), chunk (i + shift) % n of `data`, which this rank sends first, holds nothing
+// meant to be read (its scaled input, or what was there before).
 Status RingReduceScatter(const RingArgs& ring, char* data, const ChunkLayout& chunks, DType dtype,
-                         ReduceOp op, size_t shift);
+                         ReduceOp op, size_t shift, const Contribution& from = {});
 
 // Passes chunks around the ring until every rank holds all of them; this rank starts with chunk
 // `owned`.
@@ -74,8 +86,10 @@ Status TreeBroadcast(const RingArgs& ring, char* data, size_t bytes, int32_t roo
 
 // Latency-optimal for small buffers: every rank sends its whole buffer to every other (n - 1
 // concurrent send/recv steps, no chunking) and then reduces all n of them in set order, so every
-// rank computes the same bits.
-Status DirectAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
+// rank computes the same bits. Out of place, the input is sent as it is (scaled into the scratch
+// slot first where prescale is not 1) and the result is written to `buffer` only.
+Status DirectAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op,
+                       const Contribution& from = {});
 
 // The shared-memory ring's slice: each step of RelayAllreduce moves at most this much per chunk,
 // so that a step fits in half a FIFO (transport/shm) and the ring never waits for room.
@@ -85,11 +99,15 @@ constexpr size_t kRelaySliceBytes = 512 << 10;
 // The ring allreduce without intermediate copies, where every member shares memory: each chunk
 // is cut into slices, and the ring runs slice by slice, reducing straight out of the FIFO from
 // the previous rank into the FIFO toward the next. Same chunks and the same order of operands
-// per element as RingAllreduce, so the two give bitwise-identical results.
-Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
+// per element as RingAllreduce, so the two give bitwise-identical results. Out of place, every
+// byte of `buffer` is written once: the last reduce-scatter step and the allgather write it, the
+// other steps combine the input straight into the FIFO.
+Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op,
+                      const Contribution& from = {});
 
-// Reduces `count` elements of `buffer` in place across the members (RelayAllreduce where every
-// member shares memory).
-Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op);
+// Reduces `count` elements across the members into `buffer`: in place, or out of place from
+// `from.input` (RelayAllreduce where every member shares memory).
+Status RingAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dtype, ReduceOp op,
+                     const Contribution& from = {});
 
 }  // namespace tutti::client

@@ -105,6 +105,21 @@ void ScaleCopy(void* dst, const void* src, size_t count, DType dtype, double fac
   if (dst != src && count != 0) std::memmove(dst, src, count * ElementSize(dtype));
 }
 
+void ScaleReduce(void* dst, const void* own, const void* in, size_t count, DType dtype, ReduceOp op,
+                 double factor) {
+  // Small enough for L1 and L2 alike; a multiple of every SIMD width, so blocks split no vector.
+  constexpr size_t kBlockBytes = 32 << 10;
+  const size_t element = ElementSize(dtype), block = kBlockBytes / element;
+  char* d = static_cast<char*>(dst);
+  const char* o = static_cast<const char*>(own);
+  const char* i = static_cast<const char*>(in);
+  for (size_t done = 0; done < count; done += block) {
+    const size_t k = std::min(block, count - done), at = done * element;
+    ScaleCopy(d + at, o + at, k, dtype, factor);
+    ReduceInto(d + at, i + at, k, dtype, op);
+  }
+}
+
 void DivideInPlace(void* buf, size_t count, DType dtype, int64_t divisor) {
   if (divisor == 0) Die("division by zero");
   if (divisor == 1) return;

@@ -48,4 +48,12 @@ void NormalizeBool(void* buf, size_t count);
 // for every dtype. src may equal dst; otherwise the ranges must not overlap.
 void ScaleCopy(void* dst, const void* src, size_t count, DType dtype, double factor);
 
+// dst[i] = (own[i] * factor) (op) in[i], bit for bit ScaleCopy then ReduceInto, but block by
+// block, so that each block of dst is still in cache when the combine reads it back: an
+// out-of-place allreduce reads its input and writes its output in one pass, with no copy of the
+// input first. own may equal dst (then it is ReduceInto after ScaleInPlace); otherwise no two of
+// the ranges may overlap.
+void ScaleReduce(void* dst, const void* own, const void* in, size_t count, DType dtype, ReduceOp op,
+                 double factor);
+
 }  // namespace tutti

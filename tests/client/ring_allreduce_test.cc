@@ -35,7 +35,8 @@ std::vector<float> Reference(size_t n, size_t count) {
   return sum;
 }
 
-using Algorithm = Status (*)(const RingArgs&, void*, size_t, DType, ReduceOp);
+using Algorithm = Status (*)(const RingArgs&, void*, size_t, DType, ReduceOp,
+                               const Contribution&);
 
 // Runs `algorithm` on every rank of a fresh job at once; expects the serial reference on each.
 // Returns whether every rank's context would relay in place.
@@ -61,7 +62,7 @@ bool ExpectAllreduceMatchesReference(size_t n, size_t count, const std::string& 
                         std::chrono::duration_cast<std::chrono::milliseconds>(kPatience),
                         &scratch};
     std::vector<float> data = Input(r, count);
-    Status status = algorithm(ring, data.data(), count, DType::kFloat32, ReduceOp::kSum);
+    Status status = algorithm(ring, data.data(), count, DType::kFloat32, ReduceOp::kSum, {});
     EXPECT_TRUE(IsOk(status)) << "rank " << r;
     size_t wrong = 0, first_wrong = count;
     for (size_t j = 0; j < count; ++j)

@@ -184,6 +184,35 @@ TEST(ScaleTest, FactorOneIsAPlainCopyForEveryDType) {
   ScaleCopy(nullptr, nullptr, 0, DType::kInt32, 1.0);
 }
 
+// ScaleReduce is ScaleCopy then ReduceInto, bit for bit, across its blocks (several here, and a
+// short last one) and with own == dst.
+TEST(ScaleReduceTest, EqualsScaleCopyThenReduceIntoForEveryDTypeAndOp) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64,
+                      DType::kInt8, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kInt16,
+                      DType::kBool}) {
+    const size_t count = (100 << 10) / ElementSize(dtype) + 3, bytes = count * ElementSize(dtype);
+    std::vector<uint8_t> own(bytes), in(bytes);
+    for (size_t i = 0; i < bytes; ++i) {
+      own[i] = static_cast<uint8_t>(i * 37 + 11);
+      in[i] = static_cast<uint8_t>(i * 101 + 7);
+    }
+    if (dtype == DType::kFloat16 || dtype == DType::kBFloat16)  // keep clear of NaN payloads
+      for (size_t i = 1; i < bytes; i += 2) own[i] &= 0x3f, in[i] &= 0x3f;
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct})
+      for (double factor : {1.0, 0.3}) {
+        if (dtype == DType::kBool && factor != 1.0) continue;
+        std::vector<uint8_t> want(bytes), got(bytes, 0xA5);
+        ScaleCopy(want.data(), own.data(), count, dtype, factor);
+        ReduceInto(want.data(), in.data(), count, dtype, op);
+        ScaleReduce(got.data(), own.data(), in.data(), count, dtype, op, factor);
+        EXPECT_EQ(want, got) << DTypeName(static_cast<int32_t>(dtype)) << " factor " << factor;
+        std::vector<uint8_t> aliased = own;
+        ScaleReduce(aliased.data(), aliased.data(), in.data(), count, dtype, op, factor);
+        EXPECT_EQ(want, aliased) << DTypeName(static_cast<int32_t>(dtype)) << " factor " << factor;
+      }
+  }
+}
+
 // Submission refuses these (client/submission_checks.cc): reaching the kernel is a bug.
 TEST(ScaleDeathTest, BoolScaledByNonOneOrAveragedAborts) {
   uint8_t v[] = {1};

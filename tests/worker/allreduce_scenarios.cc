@@ -1,6 +1,6 @@
 // Scenarios of the allreduce tests (tests/multiproc/allreduce_test.cc): every dtype and op checked
 // exactly, bool's refused average, scale factors on floating and integer types, and results that
-// must be bitwise identical on every rank.
+// must be bitwise identical on every rank, in place and out of place.
 #include <tutti/tutti.h>
 
 #include <algorithm>
@@ -136,6 +136,25 @@ int DTypeMatrix() {
     std::string name = std::string("random.") + d.name;
     Check(name.c_str(), Allreduce(name.c_str(), TUTTI_WORLD, t, TUTTI_OP_AVERAGE, 1.0, 1.5));
     Say("hash %s %016llx", d.name, static_cast<unsigned long long>(Fnv1a(t.bytes.data(), t.bytes.size())));
+    // The same input out of place (output != input, starting as garbage): the same bits, and the
+    // input left as it was.
+    Tensor in = RandomTensor(d, 100003, my_rank), out(dtype, 100003, d.size);
+    std::fill(out.bytes.begin(), out.bytes.end(), static_cast<char>(0xA5));
+    tutti_allreduce_options_t options = TUTTI_ALLREDUCE_OPTIONS_INIT;
+    options.reduce_op = TUTTI_OP_AVERAGE;
+    options.prescale_factor = 0.75;
+    options.postscale_factor = 2.0;
+    tutti_request_t request;
+    const std::string oop = name + ".out_of_place";
+    Check(oop.c_str(), tutti_allreduce(rt, oop.c_str(), TUTTI_WORLD, &in.desc, &out.desc, &options, &request));
+    if (Finish(request, oop) != TUTTI_OK) return 1;
+    tutti_request_free(request);
+    if (in.bytes != RandomTensor(d, 100003, my_rank).bytes)
+      return Say("fail %s: the input changed", oop.c_str()), 1;
+    // Against the same collective in place.
+    Tensor again = RandomTensor(d, 100003, my_rank);
+    Check(oop.c_str(), Allreduce(oop.c_str(), TUTTI_WORLD, again, TUTTI_OP_AVERAGE, 0.75, 2.0));
+    if (out.bytes != again.bytes) return Say("fail %s: differs from in place", oop.c_str()), 1;
   }
   return 0;
 }
