@@ -52,7 +52,8 @@ static tutti_status_t Submit(tutti_runtime_t rt, const char* name, client::Colle
   std::shared_ptr<client::Request> created;
   Status submitted = rt->runtime->Submit(std::move(args), &created);
   if (!submitted.ok()) return Report(submitted);
-  *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), CurrentProcess()};
+  *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), CurrentProcess(),
+                              rt->runtime->wait_spin()};
   return TUTTI_OK;
 }
 
@@ -205,7 +206,8 @@ static tutti_status_t SubmitGroup(tutti_runtime_t rt, const char* name, client::
   std::shared_ptr<client::Request> created;
   Status submitted = rt->runtime->SubmitGroup(std::move(args), in, out, &created);
   if (!submitted.ok()) return Report(submitted);
-  *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), CurrentProcess()};
+  *request = new tutti_request{std::move(created), rt->runtime->timeout_ms(), CurrentProcess(),
+                              rt->runtime->wait_spin()};
   return TUTTI_OK;
 }
 

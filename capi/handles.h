@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -25,4 +26,5 @@ struct tutti_request {
   std::shared_ptr<tutti::client::Request> request;
   int64_t default_timeout_ms;  // the runtime's, for waits given a negative timeout
   pid_t owner;
+  std::chrono::microseconds wait_spin;  // the runtime's: how long a wait polls before it sleeps
 };

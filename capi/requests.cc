@@ -112,8 +112,8 @@ TUTTI_API tutti_status_t tutti_request_wait(tutti_request_t request, int64_t tim
   return Fenced(__func__, [&]() -> tutti_status_t {
     TUTTI_CHECK_REQUEST(request);
     if (timeout_ms < 0) timeout_ms = request->default_timeout_ms;
-    auto status = request->request->WaitUntil(std::chrono::steady_clock::now() +
-                                              std::chrono::milliseconds(timeout_ms));
+    auto status = request->request->WaitUntil(
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms), request->wait_spin);
     if (!status)
       return Fail(TUTTI_ERR_TIMEOUT, "wait for '" + request->request->name() + "' timed out after " +
                                          std::to_string(timeout_ms) +

@@ -67,6 +67,7 @@ class Runtime : private LinkListener, private FastPathPort {
   // How many ranks wait to join the running elastic job (docs/elastic.md, "Adding ranks").
   int32_t ranks_waiting();
   int64_t timeout_ms() const { return options_.timeout_ms; }
+  std::chrono::microseconds wait_spin() const { return options_.wait_spin; }
   // The process that created the runtime: after fork() only it may use the runtime.
   pid_t owner() const { return owner_; }
 

@@ -140,6 +140,12 @@ Status ResolveOptions(const RequestedOptions& requested, RuntimeOptions* resolve
   std::optional<int64_t> fast_path;
   TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_FAST_PATH"}, &fast_path));
   o.fast_path = fast_path.value_or(1) != 0;
+  std::optional<int64_t> spin;
+  TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_WAIT_SPIN_US"}, &spin));
+  if (spin && (*spin < 0 || *spin > 1000000))
+    return Status(Code::kInvalidArgument, "TUTTI_WAIT_SPIN_US " + std::to_string(*spin) +
+                                              " is outside [0, 1000000]");
+  o.wait_spin = std::chrono::microseconds(spin.value_or(kDefaultWaitSpinUs));
   std::optional<int64_t> autotune, small, pipeline;
   TUTTI_RETURN_IF_ERROR(IntFromEnv({"TUTTI_AUTOTUNE"}, &autotune));
   o.autotune = autotune.value_or(0) != 0;

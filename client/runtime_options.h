@@ -44,6 +44,10 @@ struct ElasticOptions {
 constexpr int64_t kDefaultFusionThreshold = 1 << 20;  // docs/fusion.md: measured
 constexpr int32_t kDefaultCacheCapacity = 1024;
 
+// 0: measured on 2 cores with ranks bound to a core each (tuttirun's default), polling made a 4 KiB
+// allreduce slower (13-17 us -> 19-20 us): the waiter's core is the lane's (docs/steady-state.md).
+constexpr int64_t kDefaultWaitSpinUs = 0;
+
 struct RuntimeOptions {
   std::string coordinator;
   std::string job;
@@ -61,6 +65,9 @@ struct RuntimeOptions {
   // The members' fast path for cached tensors (docs/steady-state.md); TUTTI_FAST_PATH=0 turns it
   // off for the whole job.
   bool fast_path = true;
+  // How long a wait for a request polls before it sleeps (TUTTI_WAIT_SPIN_US; docs/steady-state.md,
+  // "Waiting"). 0: it sleeps at once.
+  std::chrono::microseconds wait_spin{kDefaultWaitSpinUs};
   // Per-set autotuning (docs/autotune.md): TUTTI_AUTOTUNE=1. A fusion threshold given (option or
   // TUTTI_FUSION_THRESHOLD) is pinned, never tuned; so are the two cut-offs when given
   // (TUTTI_SMALL_ALLREDUCE_BYTES, TUTTI_PIPELINE_BYTES; 0: not given, the built-in values).

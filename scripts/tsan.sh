@@ -53,13 +53,15 @@ cmake --build "$build" -j "$jobs" --target "${programs[@]}"
 #    offers and answers, a pair's communicator, and a recv's wait ended by a lost peer;
 #  - Conformance, CopyTransforms: the simulator's executor against the threads that queue,
 #    record and wait;
+#  - RequestWait (client_tests): a waiter polling a request (TUTTI_WAIT_SPIN_US) while another
+#    thread completes it;
 #  - CoordinatorLink, RingAllreduce, DirectAllreduce, TcpChannel, ShmChannel (client_tests): the
 #    link's I/O thread against an in-process coordinator thread, ring and relay over real contexts
 #    on one thread per rank, both channels on their own.
 # Left out: large payloads (Ranks/Transports, Collectives.Large64MiBOnTheWorld: a minute each
 # under TSan, moving more bytes through the same interleavings), and what exercises a
 # single-threaded tuttid alone (Jobs, BadFrames, Floods, Tuttid).
-tests='^(CApi|Elastic|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|SteadyState|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|NcclPointToPoint|EveryDType/StagedResults|StagedScaling|Conformance|EveryDType/CopyTransforms|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel|ModesAndCiphers/SealedChannelTest|SealedStream|ManInTheMiddle|DataSecurity)\.'
+tests='^(CApi|Elastic|Allreduce|Collectives|Grouped|PointToPoint|Join|Priorities|ProcessSets|Fusion|SteadyState|Failures|Failures/CoordinatorLoss|ShmCleanup|StallInspector|Transport|Transports/PointToPointOver|TwoHosts|Handshake|Curve|Tuttirun|GpuSim|NcclPointToPoint|EveryDType/StagedResults|StagedScaling|Conformance|EveryDType/CopyTransforms|RequestWait|CoordinatorLink|RingAllreduce|DirectAllreduce|TcpChannel|ShmChannel|ModesAndCiphers/SealedChannelTest|SealedStream|ManInTheMiddle|DataSecurity)\.'
 large='^Collectives\.Large'
 
 # Only tests of those programs: unit_tests has suites of the same names (Fusion, Priorities) whose

@@ -1,5 +1,8 @@
 #include "client/exec/request.h"
 
+#include <algorithm>
+#include <thread>
+
 namespace tutti::client {
 
 std::shared_ptr<Request> Request::Group(std::string name, wire::CollectiveKind kind,
@@ -37,6 +40,7 @@ void Request::Complete(Status status) {
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
     status_ = status;
+    done_flag_.store(true, std::memory_order_release);
   }
   done_cv_.notify_all();
   if (auto parent = parent_.lock()) parent->ChildDone(status);
@@ -80,7 +84,16 @@ std::optional<Status> Request::Published() const {
   return std::nullopt;
 }
 
-std::optional<Status> Request::WaitUntil(std::chrono::steady_clock::time_point deadline) const {
+std::optional<Status> Request::WaitUntil(std::chrono::steady_clock::time_point deadline,
+                                         std::chrono::nanoseconds spin) const {
+  if (spin.count() > 0 && !done_flag_.load(std::memory_order_acquire)) {
+    // Yielding, not pausing: on a core shared with the thread that completes the request (a rank
+    // bound to one core runs its lane there too) the yield hands it the core.
+    const auto until = std::min(deadline, std::chrono::steady_clock::now() + spin);
+    do {
+      std::this_thread::yield();
+    } while (!done_flag_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until);
+  }
   std::unique_lock<std::mutex> lock(mu_);
   if (!done_cv_.wait_until(lock, deadline, [this] { return done_; })) return std::nullopt;
   return status_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -89,8 +90,12 @@ class Request {
   // is published once every tensor of it is.
   std::optional<Status> Published() const;
 
-  // Waits until done or `deadline`; nullopt if the deadline passed first.
-  std::optional<Status> WaitUntil(std::chrono::steady_clock::time_point deadline) const;
+  // Waits until done or `deadline`; nullopt if the deadline passed first. It first polls for up
+  // to `spin`, yielding the core between polls (docs/steady-state.md, "Waiting"): a small
+  // collective often completes within microseconds, and a waiter that never slept needs no
+  // wake-up; a longer one sleeps on the condition variable as before.
+  std::optional<Status> WaitUntil(std::chrono::steady_clock::time_point deadline,
+                                  std::chrono::nanoseconds spin = std::chrono::nanoseconds(0)) const;
 
  private:
   void ChildDone(const Status& status);
@@ -106,6 +111,8 @@ class Request {
   mutable std::mutex mu_;
   mutable std::condition_variable done_cv_;
   bool done_ = false;
+  // done_, readable without mu_ by a spinning waiter (set after done_ and status_, under mu_).
+  std::atomic<bool> done_flag_{false};
   bool completing_ = false;
   Status status_;
   std::shared_ptr<gpu::Event> device_work_;  // guarded by mu_

@@ -168,6 +168,13 @@ TEST(CApi, FusionCacheStallAndTimelineOptionErrors) {
   EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "TUTTI_FUSION_THRESHOLD='lots' is not an integer");
   unsetenv("TUTTI_FUSION_THRESHOLD");
+  setenv("TUTTI_WAIT_SPIN_US", "-5", 1);
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "TUTTI_WAIT_SPIN_US -5 is outside [0, 1000000]");
+  setenv("TUTTI_WAIT_SPIN_US", "forever", 1);
+  EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(LastError(), "TUTTI_WAIT_SPIN_US='forever' is not an integer");
+  unsetenv("TUTTI_WAIT_SPIN_US");
   setenv("TUTTI_STALL_WARNING_SECONDS", "soon", 1);
   EXPECT_EQ(tutti_init(&options, &rt), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(LastError(), "TUTTI_STALL_WARNING_SECONDS='soon' is not a number");
