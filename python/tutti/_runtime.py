@@ -249,11 +249,13 @@ class Runtime:
         device = self._device_of(("input", buffer), ("output", output))
         scratch = _scratch
         scratch.first.fill(buffer)
-        scratch.second.fill(output)
+        if output is not buffer:  # in place: one descriptor for both
+            scratch.second.fill(output)
         _orphans.sweep()
         request = ctypes.c_void_p()
         check(_capi.tutti_allreduce(self.handle, _name(name), set_id, scratch.first.pointer,
-                                    scratch.second.pointer,
+                                    scratch.first.pointer if output is buffer
+                                    else scratch.second.pointer,
                                     _reduce_options(op, prescale, postscale, priority, compression),
                                     ctypes.byref(request)))
         return Handle(request, (buffer, output), finish, device)

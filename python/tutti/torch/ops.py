@@ -204,18 +204,23 @@ def reduce_op(op, average):
 def _wire(compression, tensor):
     """The library compression for `tensor`: float32 CPU tensors only (others run exact, as
     Horovod's fp16 leaves non-floating tensors alone)."""
+    if compression is None:
+        return None
     return _compression.wire_settings(
         compression, tensor.dtype == torch.float32 and tensor.device.type == "cpu")
 
 
 def _allreduce(source, output, name, op, prescale, postscale, process_set, priority=0,
                compression=None):
-    """One allreduce of `source` into `output`; returns the request."""
+    """One allreduce of `source` into `output` (the same tensor in place); returns the
+    request."""
     if op == Adasum:
         return _adasum.allreduce(source, output, name, prescale, postscale, process_set)
-    return _runtime.get().allreduce(buffer(source), buffer(output), name, set_id(process_set), op,
-                                  prescale, postscale, priority,
-                                  compression=_wire(compression, source))
+    source_buffer = buffer(source)
+    return _runtime.get().allreduce(source_buffer,
+                                    source_buffer if output is source else buffer(output),
+                                    name, set_id(process_set), op, prescale, postscale, priority,
+                                    compression=_wire(compression, source))
 
 
 # ---- allreduce ----------------------------------------------------------------------------------
