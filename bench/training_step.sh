@@ -18,6 +18,8 @@
 #   TIMEOUT    seconds per run before it is killed (default 900)
 #   BIN        the benchmark binary (default BUILD_DIR/bench/training_step)
 #   LOGDIR     where each run's output and results.txt go (default BUILD_DIR/bench/training_step-logs)
+#   TORCH_STEP  1: then the comm-bound PyTorch step beside Horovod 0.28.1 and DDP
+#              (bench/torch_step.sh; its own NPS, REPS, STEPS)
 # Quick run: MODELS=synthetic RANKS=2 STEPS=2 bench/training_step.sh
 # Exits 1 if any run failed (its row says so and the tail of its log is shown on stderr).
 set -uo pipefail
@@ -139,4 +141,8 @@ awk '
     }
   }
 ' "$results"
+
+if [ "${TORCH_STEP:-0}" = 1 ]; then
+  bash "$here/torch_step.sh" "$build" || failed=1
+fi
 exit "$failed"
