@@ -92,7 +92,7 @@ Status Runtime::SubmitNegotiated(CollectiveArgs args, const std::vector<TensorAr
     } else {
       ops[i].spec.set_name(args.name);
     }
-    requests.push_back(std::make_shared<Request>(ops[i]));
+    requests.push_back(std::make_shared<Request>(std::move(ops[i])));
     requests.back()->result().data.set_allocator(options_.allocator);
     Observe(args.set_id, *requests.back());
   }
@@ -164,6 +164,9 @@ Status Runtime::Enqueue(int32_t set_id, const std::vector<int32_t>& members,
 }
 
 void Runtime::Observe(int32_t set_id, Request& request) {
+  // Only for the timeline's end event: no observer (and no allocation) when it is off, in which
+  // case the submission wrote no begin event either.
+  if (!timeline_.on()) return;
   request.set_observer([this, set_id, name = request.name()](const Status& status) {
     if (timeline_.on())
       timeline_.End(set_id, name, name,
