@@ -57,6 +57,11 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces into a new tensor (the input is not modified); differentiable."""
     op = reduce_op(op, average)
+    if compression is Compression.none and not (torch.is_grad_enabled() and
+                                               tensor.requires_grad):
+        # The common case without the frame's closures and lists (docs/python.md).
+        return synchronize(allreduce_async(tensor, None, name, op, prescale_factor,
+                                           postscale_factor, process_set))
     args = (name, op, prescale_factor, postscale_factor, process_set)
     return _reduce_compressed(
         compression, [tensor], lambda t: [_Allreduce.apply(t, *args, compression)],

@@ -109,7 +109,7 @@ def new_tensor(dtype, shape):
 def empty_like(tensor):
     """An uninitialized tensor shaped as the contiguous `tensor`, for a result the library
     writes: large CPU ones on recycled memory."""
-    if tensor.is_cuda:
+    if tensor.is_cuda or tensor.numel() * tensor.element_size() < _host_pool.MIN_BYTES:
         return torch.empty_like(tensor)
     return _host_tensor(TORCH_TO_TUTTI[tensor.dtype], tuple(tensor.shape))
 
