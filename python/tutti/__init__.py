@@ -12,9 +12,9 @@ tree or on the system path.
     tutti.shutdown()
 
 The parts every binding shares: _capi (the C ABI through ctypes), _runtime (the process's
-runtime) and _submission (one ctypes call per collective), _core (buffers, requests, device order), _dtypes,
-_process_sets (ProcessSet and its one registry), _arrays (any framework's arrays in and out),
-_objects (Python objects), _world (the job: ranks, sets by id, devices, counters).
+runtime) and _submission (one ctypes call per collective), _core (buffers, requests, device
+order), _dtypes, _process_sets (ProcessSet and its one registry), _arrays (any framework's arrays
+in and out), _objects (Python objects), _world (the job: ranks, sets by id, devices, counters).
 """
 from ._core import Buffer, Handle  # noqa: F401 - tutti.Handle is what NAME_async returns
 from ._dtypes import Average, Max, Min, Product, Sum  # noqa: F401
