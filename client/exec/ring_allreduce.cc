@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "client/kernels/reduce.h"
+#include "client/kernels/stream_copy.h"
 
 namespace tutti::client {
 
@@ -168,6 +169,16 @@ Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dt
   const size_t n = nb.n, i = nb.index, element = ElementSize(dtype);
   char* data = static_cast<char*>(buffer);
   const Own own = OwnOf(buffer, from);
+  // Out of place, `buffer` is written without being read, and, when large, past the caches
+  // (stream_copy.h): the last reduce-scatter step combines into the FIFO toward the next rank and
+  // streams that to `buffer`, and the allgather streams what arrives. The same bits either way.
+  const bool stream = own.base != data && count * element >= kStreamingStoreMinBytes;
+  struct FenceOnReturn {  // on every return, before the caller publishes the result
+    bool streamed;
+    ~FenceOnReturn() {
+      if (streamed) StreamFence();
+    }
+  } fence{stream};
   const ChunkLayout chunks = EvenChunks(count, n, element);
   const size_t slice = std::max<size_t>(element, kRelaySliceBytes / element * element);
   const size_t slices = (chunks.size[0] + slice - 1) / slice;  // chunk 0 is the largest
@@ -202,6 +213,12 @@ Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dt
     const char* last = own_at((i + 1) % n);
     TUTTI_RETURN_IF_ERROR(context.Relay(nb.next, nb.prev, len((i + 1) % n), element, deadline(),
                                         [&](const char* in, char* out, size_t offset, size_t bytes) {
+                                          if (stream) {
+                                            ScaleReduce(out, last + offset, in, bytes / element, dtype, op,
+                                                        own.scale);
+                                            StreamCopy(owned + offset, out, bytes);
+                                            return;
+                                          }
                                           ScaleReduce(owned + offset, last + offset, in, bytes / element,
                                                       dtype, op, own.scale);
                                           std::memcpy(out, owned + offset, bytes);
@@ -212,8 +229,11 @@ Status RelayAllreduce(const RingArgs& ring, void* buffer, size_t count, DType dt
       TUTTI_RETURN_IF_ERROR(context.Relay(s + 2 < n ? nb.next : -1, nb.prev, len((i + n - s) % n),
                                           element, deadline(),
                                           [&](const char* in, char* out, size_t offset, size_t bytes) {
-                                            std::memcpy(into + offset, in, bytes);
                                             if (out) std::memcpy(out, in, bytes);
+                                            if (stream)
+                                              StreamCopy(into + offset, in, bytes);
+                                            else
+                                              std::memcpy(into + offset, in, bytes);
                                           }));
     }
   }

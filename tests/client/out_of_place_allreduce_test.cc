@@ -17,6 +17,7 @@
 #include "client/exec/collectives.h"
 #include "client/exec/hierarchical.h"
 #include "client/kernels/half.h"
+#include "client/kernels/stream_copy.h"
 
 namespace tutti::client {
 namespace {
@@ -183,6 +184,20 @@ TEST(OutOfPlaceAllreduce, LargeBuffersMatchInPlace) {
            {{"h", "h", "h"}, "shm", Algorithm::kRing},
            {{"a", "a", "b", "b"}, "auto", Algorithm::kHierarchical}}) {
     Setting setting{hosts, transport, kDirectAllreduceMaxBytes, expected, {large}};
+    setting.pipeline_bytes = kRingSegmentBytes;
+    setting.all_combinations = false;
+    ExpectOutOfPlaceMatchesInPlace(setting);
+  }
+}
+
+// Results of kStreamingStoreMinBytes and more: the relay writes them with streaming stores
+// (its last reduce-scatter step and its allgather), same bits. Odd counts, so that chunks and
+// slices start at every alignment; bfloat16 just over the threshold, float32 at twice it.
+TEST(OutOfPlaceAllreduce, StreamedRelayResultsMatchInPlace) {
+  const size_t count = kStreamingStoreMinBytes / 2 + 7;
+  for (const std::vector<std::string>& hosts :
+       {std::vector<std::string>{"h", "h"}, std::vector<std::string>{"h", "h", "h"}}) {
+    Setting setting{hosts, "shm", kNeverDirect, Algorithm::kRing, {count}};
     setting.pipeline_bytes = kRingSegmentBytes;
     setting.all_combinations = false;
     ExpectOutOfPlaceMatchesInPlace(setting);
