@@ -16,6 +16,7 @@
 
 #include "client/kernels/half.h"
 #include "gpu_sim/sim_hooks.h"
+#include "gpu_sim/sim_tensor.h"
 #include "multiproc/cluster.h"
 #include "multiproc/in_process_job.h"
 #include "multiproc/process.h"
@@ -27,32 +28,6 @@ constexpr int64_t kWaitMs = 60000;
 constexpr int64_t kCount = 3000;
 
 std::string LastError() { return tutti_last_error(); }
-
-size_t SizeOf(int32_t dtype) {
-  switch (dtype) {
-    case TUTTI_DTYPE_FLOAT64: case TUTTI_DTYPE_INT64: return 8;
-    case TUTTI_DTYPE_FLOAT32: case TUTTI_DTYPE_INT32: return 4;
-    case TUTTI_DTYPE_FLOAT16: case TUTTI_DTYPE_BFLOAT16: case TUTTI_DTYPE_INT16: return 2;
-    default: return 1;
-  }
-}
-
-// A tensor in (simulated) device memory of cuda:`device`, or on the host with device < 0.
-struct DeviceTensor {
-  DeviceTensor(int32_t dtype, int64_t count, int device) : bytes(count * SizeOf(dtype)), shape{count} {
-    desc.data = bytes.data();
-    desc.dtype = dtype;
-    desc.ndim = 1;
-    desc.shape = shape.data();
-    if (device >= 0) {
-      desc.device_type = TUTTI_DEVICE_CUDA;
-      desc.device_index = device;
-    }
-  }
-  std::vector<char> bytes;
-  std::vector<int64_t> shape;
-  tutti_tensor_t desc = TUTTI_TENSOR_INIT;
-};
 
 // Element i of a tensor of `dtype` holds a value of that type that differs from its neighbours'.
 void Fill(DeviceTensor& t, int seed) {
@@ -81,7 +56,7 @@ class NcclPointToPoint : public ::testing::Test {
   // `tag`, the recv posted first or after the send completed; expects the bytes on arrival.
   void Exchange(InProcessJob& job, int from, int from_device, int to, int to_device, int32_t dtype,
                 int tag, bool recv_first) {
-    DeviceTensor sent(dtype, kCount, from_device), received(dtype, kCount, to_device);
+    DeviceTensor sent(dtype, {kCount}, from_device), received(dtype, {kCount}, to_device);
     Fill(sent, tag);
     tutti_request_t send = nullptr, recv = nullptr;
     if (recv_first) {
@@ -176,7 +151,7 @@ TEST_F(NcclPointToPoint, ALostSenderEndsTheRecvWaitingOnTheCommunicatorWithPeerL
   ASSERT_EQ(tutti_init(&options, &rt), TUTTI_OK) << LastError();
   ASSERT_TRUE(sender.ReadUntil("ready", In(60))) << sender.transcript();
   const int64_t before = Made();
-  DeviceTensor received(TUTTI_DTYPE_FLOAT32, 1024, 0);
+  DeviceTensor received(TUTTI_DTYPE_FLOAT32, {1024}, 0);
   tutti_request_t recv = nullptr;
   ASSERT_EQ(tutti_recv(rt, TUTTI_WORLD, &received.desc, 0, 5, &recv), TUTTI_OK) << LastError();
   sender.WriteLine("go");

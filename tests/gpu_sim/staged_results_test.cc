@@ -17,6 +17,7 @@
 
 #include "client/kernels/half.h"
 #include "gpu_sim/sim_hooks.h"
+#include "gpu_sim/sim_tensor.h"
 #include "multiproc/cluster.h"
 #include "multiproc/in_process_job.h"
 
@@ -33,15 +34,6 @@ const int32_t kDTypes[] = {TUTTI_DTYPE_FLOAT16, TUTTI_DTYPE_BFLOAT16, TUTTI_DTYP
                            TUTTI_DTYPE_INT32,   TUTTI_DTYPE_INT64,    TUTTI_DTYPE_INT16,
                            TUTTI_DTYPE_BOOL};
 
-size_t SizeOf(int32_t dtype) {
-  switch (dtype) {
-    case TUTTI_DTYPE_FLOAT64: case TUTTI_DTYPE_INT64: return 8;
-    case TUTTI_DTYPE_FLOAT32: case TUTTI_DTYPE_INT32: return 4;
-    case TUTTI_DTYPE_FLOAT16: case TUTTI_DTYPE_BFLOAT16: case TUTTI_DTYPE_INT16: return 2;
-    default: return 1;
-  }
-}
-
 // Small whole numbers, exact in every dtype.
 void Put(int32_t dtype, void* at, double v) {
   switch (dtype) {
@@ -57,25 +49,6 @@ void Put(int32_t dtype, void* at, double v) {
     case TUTTI_DTYPE_BOOL: *static_cast<uint8_t*>(at) = v != 0 ? 1 : 0; break;
   }
 }
-
-// A tensor in (simulated) device memory of cuda:0: the simulator's device memory is host memory.
-struct DeviceTensor {
-  DeviceTensor(int32_t dtype, std::vector<int64_t> dims) : shape(std::move(dims)) {
-    int64_t count = 1;
-    for (int64_t d : shape) count *= d;
-    bytes.assign(static_cast<size_t>(count) * SizeOf(dtype), 0);
-    desc.data = bytes.data();
-    desc.dtype = dtype;
-    desc.ndim = static_cast<int32_t>(shape.size());
-    desc.shape = shape.data();
-    desc.device_type = TUTTI_DEVICE_CUDA;
-    desc.device_index = 0;
-  }
-  int64_t rows() const { return shape[0]; }
-  std::vector<char> bytes;
-  std::vector<int64_t> shape;
-  tutti_tensor_t desc = TUTTI_TENSOR_INIT;
-};
 
 // Rank r's value at flat index i of tensor k (bool: alternating, so that "or" differs from each).
 double Value(int32_t dtype, int r, int k, int64_t i) {
